@@ -1,0 +1,318 @@
+"""Monte Carlo estimates of J and of its gradient, and how noisy they are (chapters 6-9).
+
+Notation: logits z, policy pi = softmax(z), reward vector r (one entry per answer), expected
+reward J = sum_y pi(y) r(y), score g(y) = grad_z ln pi(y) = onehot(y) - pi. A group is G answers
+y_1..y_G drawn iid from pi.
+
+- Chapter 6: ``sample_groups``, ``jhat_distribution``, ``jhat_samples``, ``jhat_study``,
+  ``spread_of_means``: J-hat = mean_i r(y_i) and its noise.
+- Chapter 7: ``gradient_samples``: the single-sample REINFORCE estimate r(y) g(y).
+- Chapter 8: ``estimator_variance``, ``optimal_baseline``, ``variance_curve``: (r(y) - b) g(y).
+- Chapter 9: ``group_mean_baseline_gradient`` and the exact law of a group
+  (``group_count_law``, ``expected_group_gradient``, ``expected_policy_after_step``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ._checks import (as_float_array, finite_real, integer_at_least, logits_array, probability_array,
+                      real_in_range)
+from .distributions import softmax
+
+
+# ----------------------------------------------------------------------------- validation helpers
+def _vector_logits(logits) -> np.ndarray:
+    z = logits_array(logits)
+    if z.ndim != 1:
+        raise ValueError(f"logits must be a 1-D vector, got shape {z.shape}")
+    return z
+
+
+def _reward_vector(rewards, size: int) -> np.ndarray:
+    """A finite reward vector with one entry per answer (length ``size``)."""
+    r = as_float_array(rewards, "rewards")
+    if r.shape != (size,):
+        raise ValueError(f"rewards must be a 1-D vector of length {size} (one reward per answer), "
+                         f"got shape {r.shape}")
+    return r
+
+
+def _group_size(G) -> int:
+    return integer_at_least(G, "G", 1)
+
+
+def _generator(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                         f"got {type(rng).__name__}")
+    return rng
+
+
+def _sample_indices(samples, size: int) -> np.ndarray:
+    """Integer answer indices in [0, size - 1], shaped (..., G) with G >= 1."""
+    arr = np.asarray(samples)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"samples must be an integer array of answer indices in [0, {size - 1}], "
+                         f"got dtype {arr.dtype}")
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"samples must have shape (..., G) with G >= 1, got shape {arr.shape}")
+    if np.any(arr < 0) or np.any(arr >= size):
+        raise ValueError(f"samples must be answer indices in [0, {size - 1}]")
+    return arr
+
+
+# ----------------------------------------------------------------------------- chapter 6: sampling
+def inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Answer indices y with P(y = k) = probs[k], from uniforms u in [0, 1) (chapter 6).
+
+    y = #{k < K - 1 : F_k <= u}, with F the cumulative sum of ``probs`` over its last axis: the
+    inverse CDF, for every uniform at once. ``probs`` has shape (..., K) (already validated) and
+    ``u`` shape (..., G) with the same leading axes; the result has the shape of ``u``. A token of
+    probability 0 is never drawn, rounding in the cumulative sum included.
+    """
+    K = probs.shape[-1]
+    cdf = np.cumsum(probs, axis=-1)[..., :-1]
+    last_positive = K - 1 - np.argmax(probs[..., ::-1] > 0, axis=-1)
+    cdf = np.where(np.arange(K - 1) >= last_positive[..., None], np.inf, cdf)
+    return (u[..., :, None] >= cdf[..., None, :]).sum(axis=-1)
+
+
+def sample_groups(probs, G: int, n_groups: int, rng) -> np.ndarray:
+    """``n_groups`` groups of G answers drawn iid from ``probs``: int indices, shape (n_groups, G).
+
+    Vectorised inverse-CDF sampling: one ``rng.random((n_groups, G))`` call, then
+    ``inverse_cdf``; no Python loop per sample (chapter 6).
+    """
+    p = probability_array(probs, "probs")
+    if p.ndim != 1:
+        raise ValueError(f"probs must be a 1-D probability vector, got shape {p.shape}")
+    G = _group_size(G)
+    n_groups = integer_at_least(n_groups, "n_groups", 1)
+    u = _generator(rng).random((n_groups, G))
+    return inverse_cdf(p, u)
+
+
+def jhat_distribution(p, G: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, probs)``: the law of J-hat, the fraction correct among G samples (chapter 6).
+
+    With P(correct) = p, the number correct is Binomial(G, p), so
+    P(J-hat = k / G) = C(G, k) p^k (1 - p)^(G - k), k = 0..G. On the toy (p = 0.2, G = 4) the
+    probabilities are (256, 256, 96, 16, 1) / 625.
+    """
+    p = real_in_range(p, "p", 0.0, 1.0)
+    G = _group_size(G)
+    k = np.arange(G + 1)
+    log_comb = np.array([math.lgamma(G + 1) - math.lgamma(i + 1) - math.lgamma(G - i + 1) for i in k])
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log(p), np.log1p(-p)
+    log_pmf = log_comb + np.where(k > 0, k * log_p, 0.0) + np.where(k < G, (G - k) * log_q, 0.0)
+    return k / G, np.exp(log_pmf)
+
+
+def jhat_samples(probs, rewards, G: int, n_groups: int, seed: int) -> np.ndarray:
+    """``n_groups`` Monte Carlo estimates J-hat = (1/G) sum_i r(y_i), y_i ~ probs (chapter 6).
+
+    Seeded (``np.random.default_rng(seed)``); shape (n_groups,).
+    """
+    p = probability_array(probs, "probs")
+    r = _reward_vector(rewards, p.shape[-1])
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    return r[sample_groups(p, G, n_groups, rng)].mean(axis=-1)
+
+
+def jhat_study(G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> dict:
+    """J-hat for 0/1 rewards with P(correct) = p: Monte Carlo beside its exact law (chapter 6).
+
+    Draws ``n_groups`` groups of G answers (correct with probability p) and returns ``values``
+    (k / G), ``law`` (``jhat_distribution``), ``frequencies`` (the share of groups at each value),
+    ``mean`` (p) and ``standard_error`` sqrt(p (1 - p) / G), the width of the normal curve
+    N(p, p (1 - p) / G) that the law approaches as G grows.
+    """
+    values, law = jhat_distribution(p, G)
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    n_correct = sample_groups([1.0 - p, p], G, n_groups, rng).sum(axis=1)
+    frequencies = np.bincount(n_correct, minlength=values.size) / n_correct.size
+    return {"values": values, "law": law, "frequencies": frequencies, "mean": float(p),
+            "standard_error": math.sqrt(p * (1.0 - p) / G)}
+
+
+def spread_of_means(values, n: int) -> float:
+    """Standard deviation (ddof = 1) of the means of consecutive disjoint batches of n values (chapter 6).
+
+    With iid values of standard deviation sigma it estimates sigma / sqrt(n): the 1/sqrt(n) law.
+    Needs at least two batches (len(values) >= 2 n); a trailing partial batch is dropped.
+    """
+    v = as_float_array(values, "values")
+    if v.ndim != 1:
+        raise ValueError(f"values must be a 1-D array, got shape {v.shape}")
+    n = integer_at_least(n, "n", 1)
+    n_batches = v.size // n
+    if n_batches < 2:
+        raise ValueError(f"n must be in [1, {v.size // 2}] so that {v.size} values give two batches, got {n}")
+    return float(v[: n_batches * n].reshape(n_batches, n).mean(axis=1).std(ddof=1))
+
+
+# ----------------------------------------------------------------------------- chapter 7: gradient
+def gradient_samples(logits, rewards, n: int, seed: int, baseline: float = 0.0) -> np.ndarray:
+    """``n`` single-sample estimates (r(y) - b) g(y), y ~ pi, shape (n, K) (chapters 7-8).
+
+    Their mean is a Monte Carlo estimate of grad J = E[(r(y) - b) g(y)], for any constant b.
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    b = finite_real(baseline, "baseline")
+    pi = softmax(z)
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    y = sample_groups(pi, integer_at_least(n, "n", 1), 1, rng)[0]
+    return (r[y] - b)[:, None] * (np.eye(z.size)[y] - pi)
+
+
+# ----------------------------------------------------------------------------- chapter 8: variance
+def _variance_terms(z: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """pi, |g(y)|^2 = 1 - 2 pi(y) + |pi|^2 for every y, and grad J."""
+    pi = softmax(z)
+    score_sq = 1.0 - 2.0 * pi + pi @ pi
+    return pi, score_sq, pi * (r - pi @ r)
+
+
+def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> float:
+    """Total variance of the mean of G iid estimates (r(y) - b) g(y), y ~ pi (chapter 8).
+
+    "Total" = the trace of the covariance matrix, i.e. the variances of the K gradient
+    coordinates added up. By enumeration over the K answers:
+    Var = ( sum_y pi(y) (r(y) - b)^2 |g(y)|^2 - |grad J|^2 ) / G, with |g(y)|^2 = 1 - 2 pi(y) + |pi|^2.
+    The mean, grad J, does not depend on b; the variance does.
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    b = finite_real(baseline, "baseline")
+    G = _group_size(G)
+    pi, score_sq, grad = _variance_terms(z, r)
+    second_moment = float(pi @ ((r - b) ** 2 * score_sq))
+    return max(second_moment - float(grad @ grad), 0.0) / G
+
+
+def optimal_baseline(logits, rewards) -> float:
+    """The constant b minimising ``estimator_variance``: b* = E[r |g|^2] / E[|g|^2] (chapter 8).
+
+    Setting d/db sum_y pi(y) (r(y) - b)^2 |g(y)|^2 = 0 gives this weighted mean of the rewards,
+    weighted by pi(y) |g(y)|^2. On the toy with 0/1 rewards, b* = 0.172 / 0.74 = 43/185.
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    pi, score_sq, _ = _variance_terms(z, r)
+    weights = pi * score_sq
+    return float(weights @ r / weights.sum())
+
+
+def variance_curve(logits, rewards, offset: float, baselines) -> dict:
+    """The baseline study behind chapter 8's slider, for rewards r + offset (the grader's shift).
+
+    Returns ``baselines``, ``variance`` (``estimator_variance`` at each, G = 1), ``mean`` (J, the
+    mean baseline), ``optimal`` (b*), ``variance_none`` (b = 0), ``variance_mean`` and
+    ``variance_optimal``.
+    """
+    offset = finite_real(offset, "offset")
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size) + offset
+    bs = as_float_array(baselines, "baselines")
+    if bs.ndim != 1:
+        raise ValueError(f"baselines must be a 1-D array, got shape {bs.shape}")
+    mean = float(softmax(z) @ r)
+    optimal = optimal_baseline(z, r)
+    return {
+        "baselines": bs,
+        "variance": np.array([estimator_variance(z, r, b) for b in bs]),
+        "mean": mean,
+        "optimal": optimal,
+        "variance_none": estimator_variance(z, r, 0.0),
+        "variance_mean": estimator_variance(z, r, mean),
+        "variance_optimal": estimator_variance(z, r, optimal),
+    }
+
+
+# ----------------------------------------------------------------------------- chapter 9: groups
+def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
+    """The group-mean-baseline estimate (1/G) sum_i (r_i - rbar) g(y_i), rbar = (1/G) sum_j r_j (chapter 9).
+
+    ``samples``: answer indices shaped (..., G); ``rewards``: one reward per answer (length K);
+    ``logits``: shape (K,) or (..., K) matching the leading axes of ``samples`` (one policy per
+    group). Returns shape (..., K). Its expectation is (1 - 1/G) grad J, not grad J: the baseline
+    rbar contains r_i itself (chapter 9 derives it).
+    """
+    z = logits_array(logits)
+    K = z.shape[-1]
+    y = _sample_indices(samples, K)
+    r = _reward_vector(rewards, K)[y]
+    advantages = r - r.mean(axis=-1, keepdims=True)
+    scores = np.eye(K)[y] - softmax(z)[..., None, :]
+    return (advantages[..., None] * scores).mean(axis=-2)
+
+
+def group_count_law(probs, G: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every possible group of G answers as counts, with its probability (chapter 9).
+
+    A group's estimate depends only on how many times each answer appears, n = (n_1..n_K),
+    sum n = G, with multinomial probability G! / prod(n_k!) prod pi_k^(n_k). Returns
+    ``(counts, probs)`` of shapes (M, K) and (M,), M = C(G + K - 1, K - 1) (495 for G = 8, K = 5).
+    """
+    p = probability_array(probs, "probs")
+    if p.ndim != 1:
+        raise ValueError(f"probs must be a 1-D probability vector, got shape {p.shape}")
+    G = _group_size(G)
+    K = p.size
+    combos = list(itertools.combinations(range(G + K - 1), K - 1))
+    bars = np.array(combos, dtype=int).reshape(len(combos), K - 1)
+    edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars,
+                            np.full((bars.shape[0], 1), G + K - 1)], axis=1)
+    counts = np.diff(edges, axis=1) - 1
+    log_fact = np.array([math.lgamma(i + 1) for i in range(G + 1)])
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+    log_terms = np.where(counts > 0, counts * log_p, 0.0)
+    law = np.exp(log_fact[G] - log_fact[counts].sum(axis=1) + log_terms.sum(axis=1))
+    return counts, law
+
+
+def _count_gradients(z: np.ndarray, r: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The group-mean-baseline estimate of every group given as counts, shape (M, K).
+
+    (1/G) sum_i (r_i - rbar) g(y_i) = (1/G) sum_k n_k (r_k - rbar) (onehot(k) - pi).
+    """
+    G = counts[0].sum()
+    rbar = counts @ r / G
+    weights = counts * (r[None, :] - rbar[:, None]) / G
+    return weights - weights.sum(axis=1, keepdims=True) * softmax(z)[None, :]
+
+
+def expected_group_gradient(logits, rewards, G: int) -> np.ndarray:
+    """E[group-mean-baseline estimate] over every group of G, exactly (chapter 9). Equals (1 - 1/G) grad J."""
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    counts, law = group_count_law(softmax(z), G)
+    return law @ _count_gradients(z, r, counts)
+
+
+def expected_policy_after_step(logits, rewards, G: int, lr: float) -> np.ndarray:
+    """E[pi after one on-policy step] = sum over groups P(group) softmax(z + lr * estimate) (chapter 9).
+
+    Exact enumeration over the multinomial counts of ``group_count_law``, no sampling. On the toy,
+    G = 8 and lr = 1 give E[pi(5)] = 0.2322.
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    lr = finite_real(lr, "lr")
+    counts, law = group_count_law(softmax(z), G)
+    return law @ softmax(z[None, :] + lr * _count_gradients(z, r, counts))
+
+
+def zero_signal_probability(p, G: int) -> float:
+    """P(all G rewards equal) for 0/1 rewards with P(r = 1) = p: p^G + (1 - p)^G (chapters 6, 9).
+
+    Such a group has r_i - rbar = 0 for every i, so its group-mean-baseline gradient is zero.
+    """
+    _, law = jhat_distribution(p, G)
+    return float(law[0] + law[-1])

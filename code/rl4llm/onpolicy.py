@@ -1,0 +1,121 @@
+"""The on-policy loop on the toy, and what many runs of it look like (chapters 6, 7, 9).
+
+One step: sample a group of G answers from the CURRENT policy, score them, subtract the group's
+mean reward (the baseline), and ascend: z <- z + lr * (1/G) sum_i (r_i - rbar) (onehot(y_i) - pi).
+The group is then thrown away, so the policy that sampled it and the policy being updated are
+always the same one: on-policy.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import finite_real, index_in_range, integer_at_least, logits_array
+from .distributions import softmax
+from .estimators import _reward_vector, group_mean_baseline_gradient, inverse_cdf
+from .gradients import policy_gradient_step, sft_step
+from .toy import CORRECT, LOGITS, REWARDS
+
+
+def on_policy_runs(logits, rewards, G: int, lr: float, steps: int, n_seeds: int, seed: int = 0) -> dict:
+    """``n_seeds`` independent runs of the on-policy loop, vectorised over runs (chapter 9).
+
+    Every step draws one ``(n_seeds, G)`` block of uniforms from ``np.random.default_rng(seed)``;
+    run k uses row k, so the runs are independent (as if each had its own seed) and the whole
+    batch is reproducible from ``seed``. Returns arrays with a leading run axis:
+
+    - ``logits`` (n_seeds, steps + 1, K) and ``pi`` (same shape): the policy before each step and
+      after the last;
+    - ``pi_correct`` (n_seeds, steps + 1): pi of the best-rewarded answer (5 on the toy);
+    - ``expected_reward`` (n_seeds, steps + 1): J = sum pi r;
+    - ``group_reward`` (n_seeds, steps): the group's mean reward rbar = J-hat;
+    - ``zero_signal`` (n_seeds, steps): True where every reward in the group was equal, so every
+      advantage r_i - rbar and the whole update were zero.
+    """
+    z0 = logits_array(logits)
+    if z0.ndim != 1:
+        raise ValueError(f"logits must be a 1-D vector, got shape {z0.shape}")
+    K = z0.size
+    r = _reward_vector(rewards, K)
+    G = integer_at_least(G, "G", 1)
+    lr = finite_real(lr, "lr")
+    steps = integer_at_least(steps, "steps", 0)
+    n_seeds = integer_at_least(n_seeds, "n_seeds", 1)
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+
+    trajectory = np.empty((n_seeds, steps + 1, K))
+    trajectory[:, 0] = z0
+    group_reward = np.empty((n_seeds, steps))
+    zero_signal = np.empty((n_seeds, steps), dtype=bool)
+    for t in range(steps):
+        z = trajectory[:, t]
+        samples = inverse_cdf(softmax(z), rng.random((n_seeds, G)))
+        group_rewards = r[samples]
+        group_reward[:, t] = group_rewards.mean(axis=1)
+        zero_signal[:, t] = np.all(group_rewards == group_rewards[:, :1], axis=1)
+        trajectory[:, t + 1] = z + lr * group_mean_baseline_gradient(z, samples, r)
+    pi = softmax(trajectory)
+    return {
+        "logits": trajectory,
+        "pi": pi,
+        "pi_correct": pi[..., int(np.argmax(r))],
+        "expected_reward": pi @ r,
+        "group_reward": group_reward,
+        "zero_signal": zero_signal,
+    }
+
+
+def on_policy_loop(logits, rewards, G: int, lr: float, steps: int, seed: int = 0) -> dict:
+    """One run of the on-policy loop (chapter 9): run 0 of ``on_policy_runs(..., n_seeds=1, seed)``.
+
+    Same keys as ``on_policy_runs`` without the leading run axis.
+    """
+    runs = on_policy_runs(logits, rewards, G, lr, steps, 1, seed)
+    return {key: value[0] for key, value in runs.items()}
+
+
+def seed_study(n_seeds: int, G: int = 4, lr: float = 1.0, steps: int = 20, seed: int = 0,
+               logits=LOGITS, rewards=REWARDS) -> dict:
+    """The final pi(correct) of ``n_seeds`` identical runs that differ only in their luck (chapter 6).
+
+    Returns ``finals`` (n_seeds,), their ``mean``, their sample standard deviation ``std``
+    (ddof = 1: the noise floor, how much one run wobbles) and the ``standard_error`` of the mean,
+    std / sqrt(n_seeds). A spread needs two runs, so n_seeds >= 2.
+    """
+    n_seeds = integer_at_least(n_seeds, "n_seeds", 2)
+    finals = on_policy_runs(logits, rewards, G, lr, steps, n_seeds, seed)["pi_correct"][:, -1]
+    std = float(finals.std(ddof=1))
+    return {"finals": finals, "mean": float(finals.mean()), "std": std,
+            "standard_error": std / math.sqrt(n_seeds)}
+
+
+def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 200, seed: int = 0,
+                        logits=LOGITS, rewards=REWARDS, band: tuple[float, float] = (0.1, 0.9)) -> dict:
+    """Learning curves of pi(correct) over ``n_seeds`` runs, summarised per step (chapter 9).
+
+    Returns ``step`` (0..steps), ``mean``, ``median``, ``low`` and ``high`` (the ``band`` quantiles
+    across runs, 10% and 90% by default) and ``zero_signal_fraction`` (per step: the share of runs
+    whose group carried no signal).
+    """
+    low_q, high_q = (finite_real(q, "band") for q in band)
+    if not 0.0 <= low_q < high_q <= 1.0:
+        raise ValueError(f"band must be two quantiles 0 <= low < high <= 1, got {band!r}")
+    runs = on_policy_runs(logits, rewards, G, lr, steps, n_seeds, seed)
+    curves = runs["pi_correct"]
+    low, median, high = np.quantile(curves, [low_q, 0.5, high_q], axis=0)
+    return {"step": np.arange(curves.shape[1]), "mean": curves.mean(axis=0), "median": median,
+            "low": low, "high": high, "zero_signal_fraction": runs["zero_signal"].mean(axis=0)}
+
+
+def rl_and_sft_steps(lr: float, logits=LOGITS, rewards=REWARDS, target: int = CORRECT) -> dict:
+    """One exact RL step beside one SFT step at the same learning rate (chapter 7).
+
+    RL ascends J: z + lr pi (r - J); SFT descends -ln pi(target): z - lr (pi - onehot(target)).
+    Returns the policies ``pi_rl`` and ``pi_sft`` after the step, and ``pi_before``. On the toy at
+    lr = 1, pi(5) goes 0.2 -> 0.2366 (RL) and 0.2 -> 0.4207 (SFT); RL needs lr = 5 to match.
+    """
+    z = logits_array(logits)
+    target = index_in_range(target, "target", z.shape[-1])
+    return {"pi_before": softmax(z), "pi_rl": softmax(policy_gradient_step(z, rewards, lr)),
+            "pi_sft": softmax(sft_step(z, target, lr))}
