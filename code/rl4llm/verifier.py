@@ -1,7 +1,7 @@
 """A safe verifier for addition prompts (chapter 5; the reward of chapter 14).
 
-The source text scores a completion with ``int(completion) == eval(prompt[:-1])``. That is unsafe
-(``eval`` runs whatever the prompt holds) and fragile (``int`` raises on garbage, and accepts
+The source text scores a completion by calling ``int`` on it and Python's ``eval`` on the prompt
+without its ``=``. That is unsafe (``eval`` runs whatever the prompt holds) and fragile (``int`` raises on garbage, and accepts
 ``"+5"``, ``" 5 "``, ``"5_0"`` and non-ASCII digits such as ``"٥"``). This verifier parses both sides
 as plain ASCII digit strings and compares them as strings, so it never runs text as code, never
 raises on any completion and takes time linear in the completion's length.
