@@ -18,7 +18,9 @@ def log_softmax(logits, temperature: float = 1.0) -> np.ndarray:
 
     ln pi_i = z_i / T - m - ln sum_j exp(z_j / T - m), with m = max_j z_j / T, so no exp overflows.
     """
-    z = logits_array(logits) / positive_real(temperature, "temperature")
+    logits, temperature = logits_array(logits), positive_real(temperature, "temperature")
+    with np.errstate(over="ignore"):  # an overflow is reported as a ValueError just below
+        z = logits / temperature
     if not np.all(np.isfinite(z)):
         raise ValueError("temperature is too small for these logits: logits / temperature overflowed; "
                          "use temperature > 0 large enough that |logits / temperature| is finite")
@@ -42,7 +44,7 @@ def entropy(p) -> float:
     if p.ndim != 1:
         raise ValueError(f"p must be a 1-D probability vector, got shape {p.shape}")
     nz = p > 0
-    return float(-(p[nz] * np.log(p[nz])).sum())
+    return float(0.0 - (p[nz] * np.log(p[nz])).sum())  # 0.0 - x, not -x: a certain outcome gives +0.0, not -0.0
 
 
 def cross_entropy(p, q) -> float:
@@ -66,7 +68,7 @@ def kl_divergence(p, q) -> float:
     nz = p > 0
     if np.any(q[nz] == 0):
         return float("inf")
-    return float((p[nz] * np.log(p[nz] / q[nz])).sum())
+    return float((p[nz] * (np.log(p[nz]) - np.log(q[nz]))).sum())  # not log(p / q): p / q can overflow
 
 
 def _pair(p, q) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from .distributions import softmax
+
 PROMPT = "2+3="
 VOCAB = ("0", "4", "5", "6", "15")
 LOGITS = np.array([0, 2, 1, 1, 0], dtype=np.float64) * math.log(2)
@@ -34,7 +36,7 @@ def two_token_paths() -> dict[str, list[float]]:
     ``"5"``  = pi(5) x P(EOS | 5)               = 0.2 x 0.8       = 0.16
     ``"05"`` = pi(0) x P(5 | 0) x P(EOS | 05)   = 0.1 x 0.2 x 1.0 = 0.02
     """
-    pi = np.exp(LOGITS) / np.exp(LOGITS).sum()
+    pi = softmax(LOGITS)
     return {
         "5": [float(pi[CORRECT]), P_EOS_AFTER_5],
         "05": [float(pi[VOCAB.index("0")]), P_5_AFTER_0, P_EOS_AFTER_05],
