@@ -6,7 +6,8 @@ y_1..y_G drawn iid from pi.
 
 - Chapter 6: ``sample_groups``, ``jhat_distribution``, ``jhat_samples``, ``jhat_study``,
   ``spread_of_means``: J-hat = mean_i r(y_i) and its noise.
-- Chapter 7: ``gradient_samples``: the single-sample REINFORCE estimate r(y) g(y).
+- Chapter 7: ``gradient_by_enumeration``, ``gradient_by_finite_differences``, ``gradient_samples``:
+  grad J three ways, and the single-sample REINFORCE estimate r(y) g(y).
 - Chapter 8: ``estimator_variance``, ``optimal_baseline``, ``variance_curve``: (r(y) - b) g(y).
 - Chapter 9: ``group_mean_baseline_gradient`` and the exact law of a group
   (``group_count_law``, ``expected_group_gradient``, ``expected_policy_after_step``).
@@ -74,10 +75,14 @@ def inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     probability 0 is never drawn, rounding in the cumulative sum included.
     """
     K = probs.shape[-1]
-    cdf = np.cumsum(probs, axis=-1)[..., :-1]
-    last_positive = K - 1 - np.argmax(probs[..., ::-1] > 0, axis=-1)
-    cdf = np.where(np.arange(K - 1) >= last_positive[..., None], np.inf, cdf)
-    return (u[..., :, None] >= cdf[..., None, :]).sum(axis=-1)
+    cdf = np.cumsum(probs, axis=-1)
+    # dividing by the total makes F exactly 1.0 from the last positive entry on (adding 0.0 is
+    # exact), so u < 1 never reaches a trailing zero-probability answer
+    cdf = cdf[..., :-1] / cdf[..., -1:]
+    y = np.zeros(u.shape, dtype=np.intp)
+    for k in range(K - 1):                  # a loop over answers, each step over every sample at once
+        y += u >= cdf[..., k:k + 1]
+    return y
 
 
 def sample_groups(probs, G: int, n_groups: int, rng) -> np.ndarray:
@@ -105,11 +110,10 @@ def jhat_distribution(p, G: int) -> tuple[np.ndarray, np.ndarray]:
     p = real_in_range(p, "p", 0.0, 1.0)
     G = _group_size(G)
     k = np.arange(G + 1)
+    if p in (0.0, 1.0):                     # a point mass: no logarithm of zero below
+        return k / G, (k == round(p * G)).astype(np.float64)
     log_comb = np.array([math.lgamma(G + 1) - math.lgamma(i + 1) - math.lgamma(G - i + 1) for i in k])
-    with np.errstate(divide="ignore"):
-        log_p, log_q = np.log(p), np.log1p(-p)
-    log_pmf = log_comb + np.where(k > 0, k * log_p, 0.0) + np.where(k < G, (G - k) * log_q, 0.0)
-    return k / G, np.exp(log_pmf)
+    return k / G, np.exp(log_comb + k * math.log(p) + (G - k) * math.log1p(-p))
 
 
 def jhat_samples(probs, rewards, G: int, n_groups: int, seed: int) -> np.ndarray:
@@ -156,6 +160,31 @@ def spread_of_means(values, n: int) -> float:
 
 
 # ----------------------------------------------------------------------------- chapter 7: gradient
+def gradient_by_enumeration(logits, rewards) -> np.ndarray:
+    """grad J = E_y[r(y) score(y)] = sum_y pi(y) r(y) (onehot(y) - pi), summed over every answer (chapter 7).
+
+    The score-function identity written out term by term; it must agree with the closed form
+    ``policy_gradient`` = pi * (r - J).
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    pi = softmax(z)
+    scores = np.eye(z.size) - pi[None, :]          # row y: score(y)
+    return (pi * r) @ scores
+
+
+def gradient_by_finite_differences(logits, rewards, h: float = 1e-6) -> np.ndarray:
+    """dJ/dz_k ~ (J(z + h e_k) - J(z - h e_k)) / (2 h) for every logit k (chapter 7).
+
+    A route that never uses the score function: it only evaluates J = sum pi r. Error O(h^2).
+    """
+    z = _vector_logits(logits)
+    r = _reward_vector(rewards, z.size)
+    h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
+    shifts = h * np.eye(z.size)
+    return (softmax(z + shifts) @ r - softmax(z - shifts) @ r) / (2 * h)
+
+
 def gradient_samples(logits, rewards, n: int, seed: int, baseline: float = 0.0) -> np.ndarray:
     """``n`` single-sample estimates (r(y) - b) g(y), y ~ pi, shape (n, K) (chapters 7-8).
 
@@ -178,6 +207,13 @@ def _variance_terms(z: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pi, score_sq, pi * (r - pi @ r)
 
 
+def _total_variance(z: np.ndarray, r: np.ndarray, baselines: np.ndarray) -> np.ndarray:
+    """sum_y pi(y) (r(y) - b)^2 |g(y)|^2 - |grad J|^2 for every b in ``baselines`` (validated inputs)."""
+    pi, score_sq, grad = _variance_terms(z, r)
+    second_moment = ((r[None, :] - baselines[:, None]) ** 2 * score_sq[None, :]) @ pi
+    return np.maximum(second_moment - grad @ grad, 0.0)
+
+
 def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> float:
     """Total variance of the mean of G iid estimates (r(y) - b) g(y), y ~ pi (chapter 8).
 
@@ -190,9 +226,7 @@ def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> fl
     r = _reward_vector(rewards, z.size)
     b = finite_real(baseline, "baseline")
     G = _group_size(G)
-    pi, score_sq, grad = _variance_terms(z, r)
-    second_moment = float(pi @ ((r - b) ** 2 * score_sq))
-    return max(second_moment - float(grad @ grad), 0.0) / G
+    return float(_total_variance(z, r, np.array([b]))[0]) / G
 
 
 def optimal_baseline(logits, rewards) -> float:
@@ -223,14 +257,15 @@ def variance_curve(logits, rewards, offset: float, baselines) -> dict:
         raise ValueError(f"baselines must be a 1-D array, got shape {bs.shape}")
     mean = float(softmax(z) @ r)
     optimal = optimal_baseline(z, r)
+    none_mean_optimal = _total_variance(z, r, np.array([0.0, mean, optimal]))
     return {
         "baselines": bs,
-        "variance": np.array([estimator_variance(z, r, b) for b in bs]),
+        "variance": _total_variance(z, r, bs),
         "mean": mean,
         "optimal": optimal,
-        "variance_none": estimator_variance(z, r, 0.0),
-        "variance_mean": estimator_variance(z, r, mean),
-        "variance_optimal": estimator_variance(z, r, optimal),
+        "variance_none": float(none_mean_optimal[0]),
+        "variance_mean": float(none_mean_optimal[1]),
+        "variance_optimal": float(none_mean_optimal[2]),
     }
 
 
@@ -246,10 +281,24 @@ def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
     z = logits_array(logits)
     K = z.shape[-1]
     y = _sample_indices(samples, K)
-    r = _reward_vector(rewards, K)[y]
-    advantages = r - r.mean(axis=-1, keepdims=True)
-    scores = np.eye(K)[y] - softmax(z)[..., None, :]
-    return (advantages[..., None] * scores).mean(axis=-2)
+    return group_gradient_from_policy(softmax(z), y, _reward_vector(rewards, K)[y])
+
+
+def group_gradient_from_policy(pi: np.ndarray, samples: np.ndarray, sample_rewards: np.ndarray) -> np.ndarray:
+    """The computation of ``group_mean_baseline_gradient`` on inputs already validated (chapter 9).
+
+    ``pi`` (..., K), ``samples`` and ``sample_rewards`` = r(y_i) both (..., G). For the on-policy
+    loop, which has just computed pi to sample from it.
+    """
+    K, G = pi.shape[-1], samples.shape[-1]
+    advantages = sample_rewards - sample_rewards.mean(axis=-1, keepdims=True)
+    # sum_i A_i onehot(y_i), for every group at once: A summed per (group, answer)
+    n_groups = samples.size // G
+    cells = (np.arange(n_groups) * K).reshape(samples.shape[:-1] + (1,)) + samples
+    per_answer = np.bincount(cells.ravel(), weights=advantages.ravel(),
+                             minlength=n_groups * K).reshape(samples.shape[:-1] + (K,))
+    # (1/G) sum_i A_i (onehot(y_i) - pi) = (1/G) sum_i A_i onehot(y_i) - mean_i(A_i) pi
+    return per_answer / G - advantages.mean(axis=-1, keepdims=True) * pi
 
 
 def group_count_law(probs, G: int) -> tuple[np.ndarray, np.ndarray]:

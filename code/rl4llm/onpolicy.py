@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from ._checks import finite_real, index_in_range, integer_at_least, logits_array
+from ._checks import as_float_array, finite_real, index_in_range, integer_at_least, logits_array
 from .distributions import softmax
-from .estimators import _reward_vector, group_mean_baseline_gradient, inverse_cdf
-from .gradients import policy_gradient_step, sft_step
+from .estimators import _reward_vector, group_gradient_from_policy, inverse_cdf
+from .gradients import policy_gradient, sft_gradient
 from .toy import CORRECT, LOGITS, REWARDS
 
 
@@ -50,11 +50,12 @@ def on_policy_runs(logits, rewards, G: int, lr: float, steps: int, n_seeds: int,
     zero_signal = np.empty((n_seeds, steps), dtype=bool)
     for t in range(steps):
         z = trajectory[:, t]
-        samples = inverse_cdf(softmax(z), rng.random((n_seeds, G)))
+        pi = softmax(z)
+        samples = inverse_cdf(pi, rng.random((n_seeds, G)))
         group_rewards = r[samples]
         group_reward[:, t] = group_rewards.mean(axis=1)
         zero_signal[:, t] = np.all(group_rewards == group_rewards[:, :1], axis=1)
-        trajectory[:, t + 1] = z + lr * group_mean_baseline_gradient(z, samples, r)
+        trajectory[:, t + 1] = z + lr * group_gradient_from_policy(pi, samples, group_rewards)
     pi = softmax(trajectory)
     return {
         "logits": trajectory,
@@ -90,13 +91,13 @@ def seed_study(n_seeds: int, G: int = 4, lr: float = 1.0, steps: int = 20, seed:
             "standard_error": std / math.sqrt(n_seeds)}
 
 
-def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 200, seed: int = 0,
+def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 100, seed: int = 0,
                         logits=LOGITS, rewards=REWARDS, band: tuple[float, float] = (0.1, 0.9)) -> dict:
     """Learning curves of pi(correct) over ``n_seeds`` runs, summarised per step (chapter 9).
 
     Returns ``step`` (0..steps), ``mean``, ``median``, ``low`` and ``high`` (the ``band`` quantiles
-    across runs, 10% and 90% by default) and ``zero_signal_fraction`` (per step: the share of runs
-    whose group carried no signal).
+    across runs, 10% and 90% by default), ``zero_signal_fraction`` (per step: the share of runs
+    whose group carried no signal) and ``curves`` (n_seeds, steps + 1), every run's pi(correct).
     """
     low_q, high_q = (finite_real(q, "band") for q in band)
     if not 0.0 <= low_q < high_q <= 1.0:
@@ -105,17 +106,26 @@ def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 200, 
     curves = runs["pi_correct"]
     low, median, high = np.quantile(curves, [low_q, 0.5, high_q], axis=0)
     return {"step": np.arange(curves.shape[1]), "mean": curves.mean(axis=0), "median": median,
-            "low": low, "high": high, "zero_signal_fraction": runs["zero_signal"].mean(axis=0)}
+            "low": low, "high": high, "zero_signal_fraction": runs["zero_signal"].mean(axis=0),
+            "curves": curves}
 
 
-def rl_and_sft_steps(lr: float, logits=LOGITS, rewards=REWARDS, target: int = CORRECT) -> dict:
+def rl_and_sft_steps(lr, logits=LOGITS, rewards=REWARDS, target: int = CORRECT) -> dict:
     """One exact RL step beside one SFT step at the same learning rate (chapter 7).
 
     RL ascends J: z + lr pi (r - J); SFT descends -ln pi(target): z - lr (pi - onehot(target)).
-    Returns the policies ``pi_rl`` and ``pi_sft`` after the step, and ``pi_before``. On the toy at
-    lr = 1, pi(5) goes 0.2 -> 0.2366 (RL) and 0.2 -> 0.4207 (SFT); RL needs lr = 5 to match.
+    ``lr`` is a number or a 1-D array of them (one step per entry, computed at once). Returns
+    the policies ``pi_rl`` and ``pi_sft`` after the step (shape (K,) or (len(lr), K)) and
+    ``pi_before``. On the toy at lr = 1, pi(5) goes 0.2 -> 0.2366 (RL) and 0.2 -> 0.4207 (SFT);
+    RL needs lr = 5 to match.
     """
     z = logits_array(logits)
-    target = index_in_range(target, "target", z.shape[-1])
-    return {"pi_before": softmax(z), "pi_rl": softmax(policy_gradient_step(z, rewards, lr)),
-            "pi_sft": softmax(sft_step(z, target, lr))}
+    if z.ndim != 1:
+        raise ValueError(f"logits must be a 1-D vector, got shape {z.shape}")
+    target = index_in_range(target, "target", z.size)
+    rates = as_float_array(lr, "lr", ndim_min=0)
+    if rates.ndim > 1:
+        raise ValueError(f"lr must be a number or a 1-D array of numbers, got shape {rates.shape}")
+    rates = rates[..., None]
+    return {"pi_before": softmax(z), "pi_rl": softmax(z + rates * policy_gradient(z, rewards)),
+            "pi_sft": softmax(z - rates * sft_gradient(z, target))}
