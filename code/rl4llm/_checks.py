@@ -101,3 +101,16 @@ def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
     """Raise unless two arrays have the same shape."""
     if a.shape != b.shape:
         raise ValueError(f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}")
+
+
+def sample_indices(samples, size: int) -> np.ndarray:
+    """Integer answer indices in [0, size - 1], shaped (..., G) with G >= 1."""
+    arr = np.asarray(samples)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"samples must be an integer array of answer indices in [0, {size - 1}], "
+                         f"got dtype {arr.dtype}")
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"samples must have shape (..., G) with G >= 1, got shape {arr.shape}")
+    if np.any(arr < 0) or np.any(arr >= size):
+        raise ValueError(f"samples must be answer indices in [0, {size - 1}]")
+    return arr

@@ -11,6 +11,12 @@ import numpy as np
 from ._checks import as_float_array, finite_real, integer_at_least, real_in_range, same_shape
 
 
+#: Chapter 12's made-up three-step episode: nothing until a win at the end...
+EXAMPLE_REWARDS = np.array([0.0, 0.0, 1.0])
+#: ...and a critic that already predicts V(s_0), V(s_1), V(s_2) along the way.
+EXAMPLE_VALUES = np.array([0.5, 0.6, 0.7])
+
+
 def _episode(rewards, values=None):
     r = as_float_array(rewards, "rewards")
     if r.ndim != 1:
@@ -69,6 +75,27 @@ def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0, last_value: float
         running = delta[t] + decay * running
         out[t] = running
     return out
+
+
+def advantage_table(rewards, values, gamma: float = 1.0, lams=(0.0, 0.5, 1.0),
+                    last_value: float = 0.0) -> dict:
+    """Everything chapter 12's table shows, for one episode (the lambda and gamma sliders).
+
+    ``delta`` (T,): the TD errors; ``returns`` (T,): G_t; ``monte_carlo`` (T,): G_t - V(s_t);
+    ``lams`` (L,) and ``advantages`` (L, T): row j is ``gae`` at lambda = lams[j].
+    """
+    _, v = _episode(rewards, values)
+    lams = as_float_array(lams, "lams")
+    if lams.ndim != 1:
+        raise ValueError(f"lams must be a 1-D list of lambdas in [0, 1], got shape {lams.shape}")
+    returns = discounted_returns(rewards, gamma, last_value)
+    return {
+        "delta": td_errors(rewards, values, gamma, last_value),
+        "returns": returns,
+        "monte_carlo": returns - v,
+        "lams": lams,
+        "advantages": np.array([gae(rewards, values, gamma, lam, last_value) for lam in lams]),
+    }
 
 
 def group_baseline_advantages(reward: float, baseline: float, length: int) -> np.ndarray:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ._checks import (as_float_array, finite_real, integer_at_least, logits_array, probability_array,
-                      real_in_range)
+                      real_in_range, sample_indices)
 from .distributions import softmax
 
 
@@ -50,19 +50,6 @@ def _generator(rng) -> np.random.Generator:
         raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
                          f"got {type(rng).__name__}")
     return rng
-
-
-def _sample_indices(samples, size: int) -> np.ndarray:
-    """Integer answer indices in [0, size - 1], shaped (..., G) with G >= 1."""
-    arr = np.asarray(samples)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"samples must be an integer array of answer indices in [0, {size - 1}], "
-                         f"got dtype {arr.dtype}")
-    if arr.ndim < 1 or arr.shape[-1] < 1:
-        raise ValueError(f"samples must have shape (..., G) with G >= 1, got shape {arr.shape}")
-    if np.any(arr < 0) or np.any(arr >= size):
-        raise ValueError(f"samples must be answer indices in [0, {size - 1}]")
-    return arr
 
 
 # ----------------------------------------------------------------------------- chapter 6: sampling
@@ -280,7 +267,7 @@ def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
     """
     z = logits_array(logits)
     K = z.shape[-1]
-    y = _sample_indices(samples, K)
+    y = sample_indices(samples, K)
     return group_gradient_from_policy(softmax(z), y, _reward_vector(rewards, K)[y])
 
 

@@ -9,11 +9,21 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (as_float_array, index_in_range, integer_at_least, positive_real,
-                      probability_array, real_in_range, same_shape)
+                      probability_array, real_in_range, same_shape, sample_indices)
 from .distributions import kl_divergence, log_softmax, softmax
-from .estimators import _sample_indices, sample_groups
-from .gradients import score
+from .estimators import sample_groups
 from .toy import CORRECT, LOGITS, REWARDS
+
+#: Chapter 11's fixed toy group of G = 8 answers drawn from the toy policy: 4, 4, 5, 6, 4, 0, 5, 15
+#: (two correct out of eight, close to the toy's 0.2).
+TOY_GROUP = np.array([1, 1, 2, 3, 1, 0, 2, 4])
+#: Its group-mean advantages r_i - mean(r): +0.75 for each 5, -0.25 for every other answer.
+TOY_GROUP_ADVANTAGES = REWARDS[TOY_GROUP] - REWARDS[TOY_GROUP].mean()
+
+
+def _out(x: np.ndarray):
+    """A 0-d result as a Python float, anything else as the array."""
+    return float(x) if x.ndim == 0 else x
 
 
 # --------------------------------------------------------------------------- importance sampling
@@ -30,7 +40,7 @@ def importance_ratios(new_logits, old_logits) -> np.ndarray:
     return np.exp(log_softmax(new) - log_softmax(old))
 
 
-def importance_weighted_variance(p_target, p_sample, rewards) -> float:
+def importance_weighted_variance(p_target, p_sample, rewards):
     """Per-sample variance of the importance-weighted reward w(y) r(y), y ~ p_sample (chapter 10).
 
     w = p_target / p_sample. The mean is J = sum_y p_target(y) r(y) whatever p_sample is (the
@@ -38,13 +48,15 @@ def importance_weighted_variance(p_target, p_sample, rewards) -> float:
     p_sample = p_target (on-policy, every w = 1) it is the plain variance of r under p_target.
     Divide by G for the variance of a group mean. ``inf`` when p_sample misses an answer that
     p_target rewards (that answer can never be drawn, so no reweighting can recover it).
+    One pair of 1-D policies gives a float; a batch (..., n) of pairs gives an array (...).
     """
-    p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards)
+    p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards, batch=True)
     needed = p_target * r != 0
-    if np.any(p_sample[needed] == 0):
-        return float("inf")
-    second_moment = float(np.sum((p_target[needed] * r[needed]) ** 2 / p_sample[needed]))
-    return max(second_moment - float(p_target @ r) ** 2, 0.0)
+    missing = np.any(needed & (p_sample == 0), axis=-1)
+    safe_sample = np.where(p_sample > 0, p_sample, 1.0)
+    second_moment = np.sum(np.where(needed, (p_target * r) ** 2 / safe_sample, 0.0), axis=-1)
+    variance = np.where(missing, np.inf, np.maximum(second_moment - (p_target @ r) ** 2, 0.0))
+    return _out(variance)
 
 
 def importance_weighted_jhat_distribution(p_target, p_sample, rewards, G: int):
@@ -115,34 +127,54 @@ def _merge(values: np.ndarray, probs: np.ndarray) -> dict:
     return merged
 
 
-def _is_inputs(p_target, p_sample, rewards):
+def _is_inputs(p_target, p_sample, rewards, batch: bool = False):
     p_target = probability_array(p_target, "p_target")
     p_sample = probability_array(p_sample, "p_sample")
     r = as_float_array(rewards, "rewards")
     same_shape(p_target, p_sample, "p_target", "p_sample")
-    same_shape(p_target, r, "p_target", "rewards")
-    if p_target.ndim != 1:
+    if r.ndim != 1 or r.size != p_target.shape[-1]:
+        raise ValueError(f"p_target and rewards must have the same last axis (one reward per answer), "
+                         f"got shapes {p_target.shape} and {r.shape}")
+    if p_target.ndim != 1 and not batch:
         raise ValueError(f"p_target must be a 1-D probability vector, got shape {p_target.shape}")
     return p_target, p_sample, r
 
 
-def with_correct_mass(p, correct: int, mass: float) -> np.ndarray:
+def with_correct_mass(p, correct: int, mass):
     """p with p(correct) set to ``mass`` and the other answers rescaled in their old proportions.
 
     Chapter 10's drift pair: the toy (0.1, 0.4, 0.2, 0.2, 0.1) with pi(5) moved to 0.05 (old) and
-    to 0.5 (new), every wrong answer keeping its share of the remaining mass.
+    to 0.5 (new), every wrong answer keeping its share of the remaining mass. A scalar ``mass``
+    gives one policy (n,); an array of M masses gives M policies (M, n).
     """
     p = probability_array(p, "p")
     if p.ndim != 1:
         raise ValueError(f"p must be a 1-D probability vector, got shape {p.shape}")
     correct = index_in_range(correct, "correct", p.size)
-    mass = real_in_range(mass, "mass", 0.0, 1.0, low_open=True, high_open=True)
+    masses = as_float_array(mass, "mass", ndim_min=0)
+    if masses.ndim > 1 or np.any(masses <= 0) or np.any(masses >= 1):
+        raise ValueError(f"mass must be a number (or 1-D array) in (0, 1), got {mass!r}")
     rest = 1.0 - p[correct]
     if rest <= 0:
         raise ValueError("p must put some mass outside `correct` (to rescale it), got p(correct) = 1")
-    out = p * (1.0 - mass) / rest
-    out[correct] = mass
+    out = p * (1.0 - masses[..., None]) / rest
+    out[..., correct] = masses
     return out
+
+
+def drift_variance_ratio(new_masses, old_mass: float = 0.05) -> np.ndarray:
+    """Chapter 10's curve: per-sample variance of the reweighted J-hat over the on-policy one.
+
+    For each pi_new(5) in ``new_masses`` (toy-shaped policies, ``with_correct_mass``), estimating
+    J = pi_new(5) from draws of the toy-shaped pi_old with pi_old(5) = ``old_mass``. Equals 1 where
+    the two agree; 19 at pi_new(5) = 0.5 from 0.05.
+    """
+    p_old = with_correct_mass(softmax(LOGITS), CORRECT, old_mass)
+    p_new = with_correct_mass(softmax(LOGITS), CORRECT, new_masses)
+    if p_new.ndim != 2:
+        raise ValueError(f"new_masses must be a 1-D array of masses in (0, 1), got {new_masses!r}")
+    stale = importance_weighted_variance(p_new, np.broadcast_to(p_old, p_new.shape), REWARDS)
+    return stale / importance_weighted_variance(p_new, p_new, REWARDS)
 
 
 # --------------------------------------------------------------------------- the leash: KL, TRPO
@@ -243,10 +275,6 @@ def _ratio_advantage(ratio, advantage):
     return rho, A
 
 
-def _out(x: np.ndarray):
-    return float(x) if x.ndim == 0 else x
-
-
 def clipped_objective(ratio, advantage, eps, eps_high=None):
     """PPO's clipped surrogate min(rho A, clip(rho, 1 - eps, 1 + eps_high) A), elementwise (chapter 11).
 
@@ -267,7 +295,10 @@ def clip_binds(ratio, advantage, eps_low, eps_high=None) -> np.ndarray:
     that corrects the ratio back toward 1.
     """
     rho, A = _ratio_advantage(ratio, advantage)
-    low, high = _eps_pair(eps_low, eps_high)
+    return _binds(rho, A, *_eps_pair(eps_low, eps_high))
+
+
+def _binds(rho: np.ndarray, A: np.ndarray, low: float, high: float) -> np.ndarray:
     return ((rho > 1.0 + high) & (A > 0)) | ((rho < 1.0 - low) & (A < 0))
 
 
@@ -278,7 +309,7 @@ def clipped_objective_grad(ratio, advantage, eps, eps_high=None):
     from inside the band.
     """
     rho, A = _ratio_advantage(ratio, advantage)
-    return _out(np.where(clip_binds(rho, A, eps, eps_high), 0.0, A))
+    return _out(np.where(_binds(rho, A, *_eps_pair(eps, eps_high, "eps")), 0.0, A))
 
 
 def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
@@ -298,7 +329,7 @@ def _group(logits, old_logits, samples, advantages):
     z = _vector(logits, "logits")
     z_old = _vector(old_logits, "old_logits")
     same_shape(z, z_old, "logits", "old_logits")
-    ys = _sample_indices(samples, z.size)
+    ys = sample_indices(samples, z.size)
     if ys.ndim != 1:
         raise ValueError(f"samples must be a 1-D array of G answer indices, got shape {ys.shape}")
     A = as_float_array(advantages, "advantages")
@@ -320,43 +351,54 @@ def clipped_surrogate_gradient(logits, old_logits, samples, advantages, eps_low,
                                eps_high=None) -> np.ndarray:
     """grad_z of ``clipped_surrogate`` for a tabular softmax policy (chapter 11).
 
-    Chain rule through rho_i = pi(y_i) / pi_old(y_i): d rho_i / dz = rho_i score(z, y_i), so
+    Chain rule through rho_i = pi(y_i) / pi_old(y_i): d rho_i / dz = rho_i score(z, y_i), with
+    score(z, y) = onehot(y) - pi the score of chapter 7, so
     grad L = (1/G) sum_i c_i rho_i (onehot(y_i) - pi), with c_i = ``clipped_objective_grad`` (A_i, or 0
     where the clip binds). At z = z_old every rho_i = 1, nothing binds, and this is the
     REINFORCE gradient (1/G) sum_i A_i score(y_i).
     """
     z, z_old, ys, A = _group(logits, old_logits, samples, advantages)
-    rho = importance_ratios(z, z_old)[ys]
+    return _surrogate_gradient(z, log_softmax(z_old), ys, A, *_eps_pair(eps_low, eps_high))
+
+
+def _surrogate_gradient(z, old_logp, ys, A, eps_low, eps_high) -> np.ndarray:
+    """``clipped_surrogate_gradient`` on validated inputs, given ln pi_old; all G samples at once."""
+    logp = log_softmax(z)
+    rho = np.exp(logp[ys] - old_logp[ys])             # importance_ratios(z, z_old)[ys]
     weight = clipped_objective_grad(rho, A, eps_low, eps_high) * rho
-    return sum((w * score(z, int(y)) for w, y in zip(weight, ys)), np.zeros_like(z)) / ys.size
+    scores = np.eye(z.size)[ys] - np.exp(logp)        # row i: score(z, y_i) = onehot(y_i) - pi
+    return weight @ scores / ys.size
 
 
 def ppo_inner_steps(logits, samples, advantages, eps: float, lr: float, K: int) -> dict:
     """K clipped gradient-ascent steps on ONE fixed group, from frozen old logits (chapter 11).
 
     z_0 = z_old = ``logits`` (the policy that drew ``samples``); z_{k+1} = z_k + lr grad L(z_k), with
-    L the ``clipped_surrogate`` against the frozen z_old. Row k of each array is the state after k
-    inner steps (row 0: before any step, so KL 0, clip fraction 0, every ratio 1):
+    L the ``clipped_surrogate`` against the frozen z_old (eps_high = eps). Row k of each array is
+    the state after k inner steps (row 0: before any step, so KL 0, clip fraction 0, every ratio 1):
 
     - ``logits`` (K+1, n), ``probs`` (K+1, n), ``ratios`` (K+1, G): rho_i at z_k;
-    - ``kl`` (K+1,): KL(pi_old || pi_k), the leash TRPO would constrain;
+    - ``kl`` (K+1,): KL(pi_old || pi_k) = -sum_y pi_old(y) ln rho_k(y), the leash TRPO would constrain;
     - ``clip_fraction`` (K+1,): share of the group where the clip binds at z_k;
     - ``surrogate`` (K+1,): L(z_k).
     """
     z_old, _, ys, A = _group(logits, logits, samples, advantages)
     lr = positive_real(lr, "lr")
     K = integer_at_least(K, "K", 1)
-    _eps_pair(eps, None, "eps")
+    low, high = _eps_pair(eps, None, "eps")
+    old_logp = log_softmax(z_old)
     path = [z_old]
     for _ in range(K):
-        path.append(path[-1] + lr * clipped_surrogate_gradient(path[-1], z_old, ys, A, eps))
+        path.append(path[-1] + lr * _surrogate_gradient(path[-1], old_logp, ys, A, low, high))
     path = np.array(path)
-    ratios = np.array([importance_ratios(z, z_old)[ys] for z in path])
+    all_ratios = importance_ratios(path, np.broadcast_to(z_old, path.shape))
+    ratios = all_ratios[:, ys]
+    advantages_per_row = np.broadcast_to(A, ratios.shape)
     return {
         "logits": path,
         "probs": softmax(path),
         "ratios": ratios,
-        "kl": np.array([policy_kl(z_old, z) for z in path]),
-        "clip_fraction": np.array([clip_fraction(rho, A, eps) for rho in ratios]),
-        "surrogate": np.array([float(np.mean(clipped_objective(rho, A, eps))) for rho in ratios]),
+        "kl": np.maximum(-(np.log(all_ratios) @ softmax(z_old)), 0.0),
+        "clip_fraction": clip_binds(ratios, advantages_per_row, low, high).mean(axis=1),
+        "surrogate": clipped_objective(ratios, advantages_per_row, low, high).mean(axis=1),
     }
