@@ -6,19 +6,9 @@ import pytest
 
 from rl4llm import (CORRECT, LOGITS, REWARDS, expected_reward, log_softmax, policy_gradient, policy_gradient_step,
                     score, sft_gradient, sft_step, softmax)
+from numerics import finite_difference
 
 PI = np.array([0.1, 0.4, 0.2, 0.2, 0.1])
-
-
-def finite_difference(f, z, h=1e-6):
-    """Central differences of a scalar function of the logits, one coordinate at a time."""
-    z = np.asarray(z, dtype=float)
-    grad = np.zeros_like(z)
-    for i in range(z.size):
-        e = np.zeros_like(z)
-        e[i] = h
-        grad[i] = (f(z + e) - f(z - e)) / (2 * h)
-    return grad
 
 
 def random_cases(seed, n=20):

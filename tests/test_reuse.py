@@ -16,20 +16,11 @@ from rl4llm.reuse import (clip_binds, clip_fraction, clipped_objective, clipped_
                           importance_weighted_jhat_samples, importance_weighted_variance, policy_kl,
                           ppo_inner_steps, trust_region_step, with_correct_mass, TOY_GROUP,
                           TOY_GROUP_ADVANTAGES)
+from numerics import finite_difference
 
 #: A group of G = 8 toy answers: 4, 4, 5, 6, 4, 0, 5, 15 (two of eight correct).
 GROUP = np.array([1, 1, 2, 3, 1, 0, 2, 4])
 GROUP_ADV = np.array([-0.25, -0.25, 0.75, -0.25, -0.25, -0.25, 0.75, -0.25])
-
-
-def numerical_gradient(f, z, h=1e-6):
-    """Central finite differences of a scalar function of a vector."""
-    out = np.zeros_like(z)
-    for k in range(z.size):
-        e = np.zeros_like(z)
-        e[k] = h
-        out[k] = (f(z + e) - f(z - e)) / (2 * h)
-    return out
 
 
 # ----------------------------------------------------------------------------- chapter 10
@@ -247,7 +238,7 @@ def test_surrogate_gradient_against_finite_differences():
         z = old + rng.normal(scale=0.3, size=5)
         for eps_high in (None, 0.28):
             grad = clipped_surrogate_gradient(z, old, GROUP, GROUP_ADV, 0.2, eps_high)
-            fd = numerical_gradient(lambda x: clipped_surrogate(x, old, GROUP, GROUP_ADV, 0.2, eps_high), z)
+            fd = finite_difference(lambda x: clipped_surrogate(x, old, GROUP, GROUP_ADV, 0.2, eps_high), z)
             assert np.allclose(grad, fd, atol=1e-7)
 
 

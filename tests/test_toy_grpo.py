@@ -10,19 +10,11 @@ from rl4llm.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, 
                              forward_kl_gradient, grpo_slider_run, grpo_toy_run, k3_loss_gradient,
                              reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
                              two_step_inner_steps, two_step_logits)
+from numerics import finite_difference
 
 PI = softmax(LOGITS)
 REF = np.log([0.3, 0.3, 0.2, 0.1, 0.1])   # the reference policy of chapter 13
 PROPORTIONAL = np.repeat(np.arange(5), [1, 4, 2, 2, 1])   # each answer in proportion to pi (exact)
-
-
-def finite_difference(f, z, h=1e-6):
-    out = np.zeros_like(z)
-    for k in range(z.size):
-        e = np.zeros_like(z)
-        e[k] = h
-        out[k] = (f(z + e) - f(z - e)) / (2 * h)
-    return out
 
 
 def k3(z, ref, y):

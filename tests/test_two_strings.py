@@ -7,15 +7,7 @@ import pytest
 from rl4llm import CORRECT, LOGITS, PROMPT, VOCAB, addition_reward, policy_gradient, sft_step, softmax
 from rl4llm import toy
 from rl4llm.two_strings import first_token_rewards, string_probabilities, training_curves
-
-
-def finite_difference(f, z, h=1e-6):
-    grad = np.zeros_like(z)
-    for i in range(z.size):
-        e = np.zeros_like(z)
-        e[i] = h
-        grad[i] = (f(z + e) - f(z - e)) / (2 * h)
-    return grad
+from numerics import finite_difference
 
 
 def test_string_probabilities_on_the_toy():

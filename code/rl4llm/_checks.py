@@ -37,6 +37,14 @@ def logits_array(logits, name: str = "logits") -> np.ndarray:
     return as_float_array(logits, name)
 
 
+def logits_vector(logits, name: str = "logits") -> np.ndarray:
+    """Finite logits of a single distribution: a non-empty 1-D vector."""
+    z = logits_array(logits, name)
+    if z.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {z.shape}")
+    return z
+
+
 def probability_array(p, name: str = "p") -> np.ndarray:
     """A probability vector (or a batch of them on the last axis): entries >= 0, summing to 1."""
     arr = as_float_array(p, name)

@@ -19,18 +19,12 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, finite_real, integer_at_least, logits_array, probability_array,
-                      real_in_range, sample_indices)
+from ._checks import (as_float_array, finite_real, integer_at_least, logits_array, logits_vector,
+                      probability_array, real_in_range, sample_indices)
 from .distributions import softmax
 
 
 # ----------------------------------------------------------------------------- validation helpers
-def _vector_logits(logits) -> np.ndarray:
-    z = logits_array(logits)
-    if z.ndim != 1:
-        raise ValueError(f"logits must be a 1-D vector, got shape {z.shape}")
-    return z
-
 
 def _reward_vector(rewards, size: int) -> np.ndarray:
     """A finite reward vector with one entry per answer (length ``size``)."""
@@ -153,7 +147,7 @@ def gradient_by_enumeration(logits, rewards) -> np.ndarray:
     The score-function identity written out term by term; it must agree with the closed form
     ``policy_gradient`` = pi * (r - J).
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     pi = softmax(z)
     scores = np.eye(z.size) - pi[None, :]          # row y: score(y)
@@ -165,7 +159,7 @@ def gradient_by_finite_differences(logits, rewards, h: float = 1e-6) -> np.ndarr
 
     A route that never uses the score function: it only evaluates J = sum pi r. Error O(h^2).
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
     shifts = h * np.eye(z.size)
@@ -177,7 +171,7 @@ def gradient_samples(logits, rewards, n: int, seed: int, baseline: float = 0.0) 
 
     Their mean is a Monte Carlo estimate of grad J = E[(r(y) - b) g(y)], for any constant b.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     b = finite_real(baseline, "baseline")
     pi = softmax(z)
@@ -209,7 +203,7 @@ def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> fl
     Var = ( sum_y pi(y) (r(y) - b)^2 |g(y)|^2 - |grad J|^2 ) / G, with |g(y)|^2 = 1 - 2 pi(y) + |pi|^2.
     The mean, grad J, does not depend on b; the variance does.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     b = finite_real(baseline, "baseline")
     G = _group_size(G)
@@ -222,7 +216,7 @@ def optimal_baseline(logits, rewards) -> float:
     Setting d/db sum_y pi(y) (r(y) - b)^2 |g(y)|^2 = 0 gives this weighted mean of the rewards,
     weighted by pi(y) |g(y)|^2. On the toy with 0/1 rewards, b* = 0.172 / 0.74 = 43/185.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     pi, score_sq, _ = _variance_terms(z, r)
     weights = pi * score_sq
@@ -237,7 +231,7 @@ def variance_curve(logits, rewards, offset: float, baselines) -> dict:
     ``variance_optimal``.
     """
     offset = finite_real(offset, "offset")
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size) + offset
     bs = as_float_array(baselines, "baselines")
     if bs.ndim != 1:
@@ -326,7 +320,7 @@ def _count_gradients(z: np.ndarray, r: np.ndarray, counts: np.ndarray) -> np.nda
 
 def expected_group_gradient(logits, rewards, G: int) -> np.ndarray:
     """E[group-mean-baseline estimate] over every group of G, exactly (chapter 9). Equals (1 - 1/G) grad J."""
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     counts, law = group_count_law(softmax(z), G)
     return law @ _count_gradients(z, r, counts)
@@ -338,7 +332,7 @@ def expected_policy_after_step(logits, rewards, G: int, lr: float) -> np.ndarray
     Exact enumeration over the multinomial counts of ``group_count_law``, no sampling. On the toy,
     G = 8 and lr = 1 give E[pi(5)] = 0.2322.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     lr = finite_real(lr, "lr")
     counts, law = group_count_law(softmax(z), G)

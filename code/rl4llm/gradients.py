@@ -7,15 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import finite_real, index_in_range, logits_array, same_shape, as_float_array
+from ._checks import as_float_array, finite_real, index_in_range, logits_vector, same_shape
 from .distributions import onehot, softmax
-
-
-def _vector_logits(logits) -> np.ndarray:
-    z = logits_array(logits)
-    if z.ndim != 1:
-        raise ValueError(f"logits must be a 1-D vector, got shape {z.shape}")
-    return z
 
 
 def sft_gradient(logits, target: int) -> np.ndarray:
@@ -23,14 +16,14 @@ def sft_gradient(logits, target: int) -> np.ndarray:
 
     "Predicted minus true": the target's entry is pi(target) - 1 < 0, every other entry pi_i > 0.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     return softmax(z) - onehot(index_in_range(target, "target", z.size), z.size)
 
 
 def sft_step(logits, target: int, lr: float) -> np.ndarray:
     """One SFT gradient-descent step on the logits: z - lr (pi - onehot(target)) (chapter 4)."""
     lr = finite_real(lr, "lr")
-    return _vector_logits(logits) - lr * sft_gradient(logits, target)
+    return logits_vector(logits) - lr * sft_gradient(logits, target)
 
 
 def score(logits, y: int) -> np.ndarray:
@@ -38,7 +31,7 @@ def score(logits, y: int) -> np.ndarray:
 
     The ascent direction on ln pi(y); it is minus the SFT gradient for target y.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     return onehot(index_in_range(y, "y", z.size), z.size) - softmax(z)
 
 
@@ -50,7 +43,7 @@ def _rewards_for(z: np.ndarray, rewards) -> np.ndarray:
 
 def expected_reward(logits, rewards) -> float:
     """J = sum_y pi(y) r(y) (chapter 6). On the toy, J = pi(5) = 0.2."""
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     return float(softmax(z) @ _rewards_for(z, rewards))
 
 
@@ -59,7 +52,7 @@ def policy_gradient(logits, rewards) -> np.ndarray:
 
     Its entries sum to zero, because adding a constant to every logit leaves pi, hence J, unchanged.
     """
-    z = _vector_logits(logits)
+    z = logits_vector(logits)
     r = _rewards_for(z, rewards)
     pi = softmax(z)
     return pi * (r - pi @ r)
@@ -68,4 +61,4 @@ def policy_gradient(logits, rewards) -> np.ndarray:
 def policy_gradient_step(logits, rewards, lr: float) -> np.ndarray:
     """One exact gradient-ASCENT step on J: z + lr * pi * (r - J) (chapter 7)."""
     lr = finite_real(lr, "lr")
-    return _vector_logits(logits) + lr * policy_gradient(logits, rewards)
+    return logits_vector(logits) + lr * policy_gradient(logits, rewards)
