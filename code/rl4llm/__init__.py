@@ -11,8 +11,28 @@ from .gradients import (expected_reward, policy_gradient, policy_gradient_step, 
 from .verifier import EOS_MARKER, addition_reward
 from .grpo import grpo_loss, group_advantages
 # Part III: reuse and credit
-from .reuse import (clip_binds, clip_fraction, clipped_objective, clipped_objective_grad, clipped_surrogate,
-                    clipped_surrogate_gradient, conjugate_gradient, fisher_matrix, importance_ratios,
-                    importance_weighted_jhat_distribution, importance_weighted_variance, policy_kl,
-                    ppo_inner_steps, trust_region_step, with_correct_mass)
-from .credit import discounted_returns, gae, group_baseline_advantages, td_errors
+from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
+                    clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient,
+                    drift_case, drift_variance_ratio, fisher_matrix, importance_ratios, importance_weighted_jhat_distribution,
+                    importance_weighted_jhat_samples, importance_weighted_variance, policy_kl, ppo_inner_steps,
+                    trust_region_step, with_correct_mass)
+from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
+# Part II: the RL core
+from .estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
+                         group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
+from .onpolicy import on_policy_loop, on_policy_runs
+# Part I extras
+from .two_strings import first_token_rewards, string_probabilities, training_curves
+from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
+# Part III: GRPO on the toy and the summary
+from .toy_grpo import (aggregation_weights, entropy_gradient, forward_kl_gradient, grpo_slider_run, grpo_toy_run,
+                       k3_loss_gradient, reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
+                       two_step_inner_steps)
+from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, run_reinforce_baseline, run_sft,
+                      run_trpo)
+# Chapter 14: the tiny transformer
+from .tasks import AdditionTask, CharTokenizer, addition_prompt
+from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
+from .trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
+                      resolve_device, torch_threads)
+from .warmstart import WarmStart, WarmStartConfig, sft_loss, warm_start

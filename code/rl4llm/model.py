@@ -1,15 +1,15 @@
 """A tiny GPT with a KV cache, and batched sampling of G completions per prompt (chapter 14).
 
 nanoGPT-style: a config dataclass, a forward pass that reads top to bottom. The layout is GPT-2's
-(learned absolute positions, pre-norm blocks, tanh-GELU MLP, biases, tied input/output
-embeddings), so :func:`to_gpt2` can copy the same weights into ``transformers``'
-``GPT2LMHeadModel`` for a like-for-like comparison with TRL.
+(learned absolute positions, pre-norm blocks, GELU MLP, biases, tied input/output embeddings), so
+:func:`to_gpt2` can copy the same weights into ``transformers``' ``GPT2LMHeadModel`` for a
+like-for-like comparison with TRL.
 
 Two functions give log-probabilities, and chapter 14's tests hold them equal:
 
 - :func:`sample` draws completions token by token with the KV cache and records
   log pi_old(y_t | x, y_<t) of each drawn token as it goes (the "old" log-probs of GRPO);
-- :func:`completion_logprobs` recomputes log pi_theta(y_t | x, y_<t) with one full forward pass
+- :func:`completion_logprobs` recomputes log pi_theta(y_t | x, y_<t) in one batched forward pass
   (the log-probs the loss differentiates).
 
 Both read the logits at temperature T, log softmax(z / T), as the sampler draws from them.
@@ -46,6 +46,30 @@ class GPTConfig:
 KV = tuple[torch.Tensor, torch.Tensor]
 
 
+class LayerCache:
+    """One layer's keys and values in buffers preallocated for ``capacity`` positions (for sampling).
+
+    Appending a token writes into the buffers instead of concatenating, so a sampling step copies
+    only the new keys and values, not the whole cache.
+    """
+
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, capacity: int):
+        B, H, T, D = k.shape
+        self.k, self.v = k.new_empty(B, H, capacity, D), v.new_empty(B, H, capacity, D)
+        self.k[:, :, :T], self.v[:, :, :T] = k, v
+        self.length = T
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> KV:
+        end = self.length + k.shape[2]
+        self.k[:, :, self.length:end], self.v[:, :, self.length:end] = k, v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
+def _cached_length(past) -> int:
+    return past.length if isinstance(past, LayerCache) else past[0].shape[2]
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -53,19 +77,25 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
 
-    def forward(self, x: torch.Tensor, past: KV | None) -> tuple[torch.Tensor, KV]:
+    def forward(self, x: torch.Tensor, past: KV | LayerCache | None) -> tuple[torch.Tensor, KV | LayerCache]:
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        if past is not None:                      # new queries attend to every cached key
-            k = torch.cat([past[0], k], dim=2)
-            v = torch.cat([past[1], v], dim=2)
+        present = past
+        if isinstance(past, LayerCache):          # new queries attend to every cached key
+            k, v = past.extend(k, v)
+        elif past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        if not isinstance(past, LayerCache):
+            present = (k, v)
         t_past = k.shape[2] - T
-        # query i (absolute position t_past + i) may see keys 0 .. t_past + i
-        allowed = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=t_past)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y), (k, v)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+        if T > 1:   # query i (absolute position t_past + i) may see keys 0 .. t_past + i
+            allowed = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=t_past)
+            att = att.masked_fill(~allowed, float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.c_proj(y), present
 
 
 class MLP(nn.Module):
@@ -75,7 +105,7 @@ class MLP(nn.Module):
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+        return self.c_proj(F.gelu(self.c_fc(x)))
 
 
 class Block(nn.Module):
@@ -86,7 +116,7 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, past: KV | None) -> tuple[torch.Tensor, KV]:
+    def forward(self, x: torch.Tensor, past: KV | LayerCache | None) -> tuple[torch.Tensor, KV | LayerCache]:
         a, present = self.attn(self.ln_1(x), past)
         x = x + a
         return x + self.mlp(self.ln_2(x)), present
@@ -117,9 +147,13 @@ class GPT(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx: torch.Tensor, past: list[KV] | None = None) -> tuple[torch.Tensor, list[KV]]:
-        """Logits (B, T, vocab) for tokens ``idx`` (B, T) that follow the ``past`` cache, and the new cache."""
-        t_past = 0 if past is None else past[0][0].shape[2]
+    def forward(self, idx: torch.Tensor, past: list | None = None) -> tuple[torch.Tensor, list]:
+        """Logits (B, T, vocab) for tokens ``idx`` (B, T) that follow the ``past`` cache, and the new cache.
+
+        ``past`` holds one entry per layer: a ``(keys, values)`` pair (extended by concatenation,
+        differentiable) or a :class:`LayerCache` (extended in place, for sampling).
+        """
+        t_past = 0 if past is None else _cached_length(past[0])
         T = idx.shape[1]
         if t_past + T > self.config.block_size:
             raise ValueError(f"sequence length must be <= block_size={self.config.block_size}, got {t_past + T}")
@@ -156,7 +190,8 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     """Sample ``group_size`` completions of every prompt at once, with the KV cache (chapter 14).
 
     ``prompts`` (N, P) are fixed-width token ids; rows are repeated G times (row i*G + j is sample j
-    of prompt i). Each step draws y_t ~ softmax(z_t / T) (``temperature=0`` takes the argmax, greedy)
+    of prompt i). The prompt is run through the model once and its key/value cache copied to the
+    G rows of its group. Each step draws y_t ~ softmax(z_t / T) (``temperature=0`` takes the argmax, greedy)
     for every unfinished row; a row finishes at its first EOS and is padded with ``pad_id`` after it.
     Sampling stops when every row has finished or after ``max_new_tokens`` tokens.
     """
@@ -165,15 +200,21 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     temperature = real_in_range(temperature, "temperature", 0.0, math.inf, high_open=True)
     if prompts.dim() != 2 or prompts.shape[0] < 1:
         raise ValueError(f"prompts must be token ids shaped (N, P) with N >= 1, got {tuple(prompts.shape)}")
+    logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
+    logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
+    capacity = prompts.shape[1] + max_new_tokens
+    past = [LayerCache(k.repeat_interleave(group_size, dim=0), v.repeat_interleave(group_size, dim=0), capacity)
+            for k, v in past]
     idx = prompts.repeat_interleave(group_size, dim=0)
     B, P = idx.shape
     tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=idx.device)
     logp = torch.zeros(B, max_new_tokens, device=idx.device)
     mask = torch.zeros(B, max_new_tokens, device=idx.device)
     alive = torch.ones(B, dtype=torch.bool, device=idx.device)
-    logits, past = model(idx)
     for t in range(max_new_tokens):
         z = logits[:, -1, :]
+        if not bool(torch.isfinite(z).all()):
+            raise FloatingPointError(f"the logits for completion token {t + 1} are not finite (NaN or inf)")
         if temperature == 0:
             y = z.argmax(dim=-1)
             step_logp = torch.log_softmax(z, dim=-1).gather(1, y[:, None])[:, 0]
@@ -191,16 +232,32 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     return Rollout(torch.cat([idx, tokens], dim=1), logp, mask, P)
 
 
-def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int,
-                        temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0,
+                        group_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """log pi_theta(y_t | x, y_<t) of every completion token, and the policy's entropy there (chapter 14).
 
-    One full forward pass over ``tokens`` (B, P + T); the logits at position P - 1 + t predict
-    completion token t. Returns ``(logp, entropy)``, both (B, T); ``entropy`` (H of softmax(z / T)
-    at each position) is detached, a diagnostic. Temperature 0 (greedy) reads the logits at T = 1.
+    A forward pass over ``tokens`` (B, P + T): the logits at position P - 1 + t predict completion
+    token t. With ``group_size`` G > 1 the rows come in groups of G that share their prompt (as
+    :func:`sample` returns them): each prompt then goes through the model once and its key/value
+    cache is copied to its G rows, which gives the same log-probs (and gradients, through the copy)
+    for less compute. Returns ``(logp, entropy)``, both (B, T); ``entropy`` (H of softmax(z / T) at
+    each position) is detached, a diagnostic. Temperature 0 (greedy) reads the logits at T = 1.
     """
-    logits, _ = model(tokens[:, :-1])
-    z = logits[:, prompt_len - 1:, :]
+    group_size = integer_at_least(group_size, "group_size", 1)
+    B = tokens.shape[0]
+    if group_size == 1:
+        logits, _ = model(tokens[:, :-1])
+        z = logits[:, prompt_len - 1:, :]
+    else:
+        if B % group_size:
+            raise ValueError(f"group_size must divide the number of rows {B}, got {group_size}")
+        prompts = tokens[::group_size, :prompt_len]
+        if not torch.equal(tokens[:, :prompt_len], prompts.repeat_interleave(group_size, dim=0)):
+            raise ValueError(f"group_size={group_size}: each run of {group_size} rows must share its prompt")
+        prompt_logits, past = model(prompts)
+        past = [(k.repeat_interleave(group_size, dim=0), v.repeat_interleave(group_size, dim=0)) for k, v in past]
+        logits, _ = model(tokens[:, prompt_len:-1], past)
+        z = torch.cat([prompt_logits[:, -1:, :].repeat_interleave(group_size, dim=0), logits], dim=1)
     if temperature > 0:
         z = z / temperature
     logp_all = torch.log_softmax(z, dim=-1)
@@ -210,27 +267,47 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int,
     return logp, entropy
 
 
-def to_gpt2(model: GPT):
+def to_gpt2(model: GPT, *, eos_id: int | None = None, pad_id: int | None = None):
     """The same network as a ``transformers.GPT2LMHeadModel`` (identical weights and logits).
 
     GPT-2 stores its linear layers as ``Conv1D`` with the weight transposed (in, out); everything
-    else maps name for name. Dropout is off and the tanh-GELU ("gelu_new") matches ours.
+    else maps name for name. Dropout is off; the MLP uses the exact (erf) GELU, ``"gelu"`` in
+    ``GPT2Config`` (GPT-2's own tanh approximation is 4x slower on CPU at this size). ``eos_id`` and
+    ``pad_id`` replace GPT-2's default special-token id 50256, which is outside this vocabulary.
     """
     from transformers import GPT2Config, GPT2LMHeadModel
 
     c = model.config
     hf_config = GPT2Config(vocab_size=c.vocab_size, n_positions=c.block_size, n_embd=c.n_embd,
-                           n_layer=c.n_layer, n_head=c.n_head, activation_function="gelu_new",
+                           n_layer=c.n_layer, n_head=c.n_head, activation_function="gelu",
                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
-                           tie_word_embeddings=True)
+                           tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id,
+                           pad_token_id=pad_id)
     hf = GPT2LMHeadModel(hf_config)
-    state = {}
-    for name, value in model.state_dict().items():
-        is_conv1d = name.endswith("weight") and any(k in name for k in ("c_attn", "c_proj", "c_fc"))
-        state["transformer." + name] = value.t().contiguous() if is_conv1d else value
+    state = {"transformer." + name: value.t().contiguous() if _is_conv1d(name) else value
+             for name, value in model.state_dict().items()}
     state["lm_head.weight"] = model.wte.weight.detach().clone()
     missing, unexpected = hf.load_state_dict(state, strict=False)
     leftover = [k for k in missing if not k.endswith("attn.bias") and not k.endswith("masked_bias")]
     if leftover or unexpected:
         raise RuntimeError(f"weights did not map onto GPT2LMHeadModel: missing {leftover}, unexpected {unexpected}")
     return hf.eval()
+
+
+def from_gpt2(hf_model) -> GPT:
+    """The inverse of :func:`to_gpt2`: a ``GPT`` with the weights of a ``GPT2LMHeadModel``."""
+    c = hf_model.config
+    model = GPT(GPTConfig(vocab_size=c.vocab_size, block_size=c.n_positions, n_layer=c.n_layer,
+                          n_head=c.n_head, n_embd=c.n_embd))
+    hf_state = hf_model.state_dict()
+    state = {}
+    for name in model.state_dict():
+        value = hf_state["transformer." + name].detach()
+        state[name] = value.t().contiguous() if _is_conv1d(name) else value.clone()
+    model.load_state_dict(state)
+    return model.to(next(hf_model.parameters()).device)
+
+
+def _is_conv1d(name: str) -> bool:
+    """GPT-2 stores these linear layers as Conv1D, with the weight transposed."""
+    return name.endswith("weight") and any(k in name for k in ("c_attn", "c_proj", "c_fc"))

@@ -64,18 +64,28 @@ class CharTokenizer:
 
     def decode(self, ids) -> str:
         """The text of a sequence of token ids (EOS becomes ``EOS_MARKER``, PAD ``PAD_MARKER``)."""
+        if np.ndim(ids) != 1:
+            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {np.shape(ids)}")
+        return self.decode_batch(np.asarray(ids)[None, :])[0]
+
+    def decode_batch(self, ids) -> list[str]:
+        """``decode`` of every row of a (N, T) array of token ids."""
         ids = np.asarray(ids)
-        if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {ids.shape} dtype {ids.dtype}")
+        if ids.ndim != 2 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+            raise ValueError(f"ids must be a 1-D sequence (or a 2-D batch) of integers, got shape {ids.shape} "
+                             f"dtype {ids.dtype}")
         if ids.size and (ids.min() < 0 or ids.max() >= len(self.vocab)):
             raise ValueError(f"ids must be token ids in [0, {len(self.vocab) - 1}], got {ids.tolist()}")
-        return "".join(self.vocab[i] for i in ids.tolist())
+        vocab = self.vocab
+        return ["".join([vocab[i] for i in row]) for row in ids.tolist()]
 
 
 def addition_prompt(a: int, b: int) -> str:
     """The fixed-width prompt for a + b: ``addition_prompt(7, 45) == "07+45="``."""
-    a = _operand(a, "a")
-    b = _operand(b, "b")
+    return _format_prompt(_operand(a, "a"), _operand(b, "b"))
+
+
+def _format_prompt(a: int, b: int) -> str:
     return f"{a:0{OPERAND_WIDTH}d}+{b:0{OPERAND_WIDTH}d}="
 
 
@@ -90,7 +100,8 @@ class AdditionTask:
     """All pairs (a, b), a, b in 0..99, shuffled by ``seed``; the first ``n_eval`` held out (chapter 14).
 
     ``train_pairs`` and ``eval_pairs`` are int arrays shaped (N, 2). ``prompt_ids(pairs)`` gives
-    the (N, PROMPT_LEN) token ids of their prompts, ``target_ids(pairs)`` the (N, MAX_COMPLETION_LEN)
+    the (N, PROMPT_LEN) token ids of their prompts (precomputed for both splits as
+    ``train_prompt_ids`` and ``eval_prompt_ids``), ``target_ids(pairs)`` the (N, MAX_COMPLETION_LEN)
     ids of the correct completions (sum, EOS, then PAD), and ``rewards(pairs, completion_ids)`` the
     verifier's 0/1 score of each sampled completion.
     """
@@ -107,10 +118,12 @@ class AdditionTask:
         pairs = pairs[np.random.default_rng(self.seed).permutation(n_pairs)]
         self.eval_pairs = pairs[:self.n_eval]
         self.train_pairs = pairs[self.n_eval:]
+        self.eval_prompt_ids = self.prompt_ids(self.eval_pairs)
+        self.train_prompt_ids = self.prompt_ids(self.train_pairs)
 
     def prompts(self, pairs) -> list[str]:
         """The prompt strings of ``pairs``."""
-        return [addition_prompt(a, b) for a, b in self._pairs(pairs).tolist()]
+        return [_format_prompt(a, b) for a, b in self._pairs(pairs).tolist()]
 
     def prompt_ids(self, pairs) -> np.ndarray:
         """Token ids of the prompts, shaped (N, PROMPT_LEN)."""
@@ -125,11 +138,12 @@ class AdditionTask:
     def rewards(self, pairs, completion_ids) -> np.ndarray:
         """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 14)."""
         prompts = self.prompts(pairs)
-        completion_ids = np.asarray(completion_ids)
-        if completion_ids.ndim != 2 or completion_ids.shape[0] != len(prompts):
-            raise ValueError(f"completion_ids must be shaped (N, T) with N = {len(prompts)} rows, got "
-                             f"shape {completion_ids.shape}")
-        return np.array([addition_reward(p, self.tokenizer.decode(c)) for p, c in zip(prompts, completion_ids)])
+        ids = np.asarray(completion_ids)
+        if ids.ndim != 2 or ids.shape[0] != len(prompts) or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+            raise ValueError(f"completion_ids must be integer token ids shaped (N, T) with N = {len(prompts)} "
+                             f"rows, got shape {ids.shape}")
+        texts = self.tokenizer.decode_batch(ids)
+        return np.array([addition_reward(p, c) for p, c in zip(prompts, texts)], dtype=np.float64)
 
     @staticmethod
     def _pairs(pairs) -> np.ndarray:

@@ -1,0 +1,355 @@
+"""The GRPO trainer of chapter 14: the text's loop, for real, on the tiny GPT.
+
+One outer step, top to bottom in :meth:`GRPOTrainer.step` (the chapter maps each line of the
+text's pseudocode to the lines here):
+
+1. pick ``prompts_per_step`` training prompts;
+2. freeze pi_old and sample G completions of each (:func:`rl4llm.model.sample`, no gradient): the
+   sampler records log pi_old of every drawn token, which is all GRPO needs of pi_old;
+3. score them with the verifier (:meth:`rl4llm.tasks.AdditionTask.rewards`);
+4. group advantages A_i = (r_i - mean) / (std + eps) (:func:`rl4llm.grpo.group_advantages`);
+5. K inner steps of AdamW on :func:`rl4llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
+   to the frozen warm start), each with gradient clipping.
+
+Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. The trainer is seeded and
+deterministic on CPU, logs the diagnostics practitioners watch, and saves checkpoints from which a
+resumed run reproduces the uninterrupted one exactly.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ._checks import as_float_array, integer_at_least, positive_real, real_in_range
+from .grpo import LOSS_TYPES, group_advantages, grpo_loss
+from .model import GPT, GPTConfig, completion_logprobs, sample
+from .tasks import MAX_COMPLETION_LEN, AdditionTask
+
+
+@dataclass
+class GRPOConfig:
+    """Every knob of a GRPO run (chapter 14). Defaults: the chapter's CPU run."""
+    seed: int = 0
+    steps: int = 200                # outer steps: sample, score, K inner updates
+    prompts_per_step: int = 64      # prompts per outer step
+    group_size: int = 8             # G, completions per prompt
+    inner_steps: int = 1            # K, gradient steps on each sampled batch
+    lr: float = 1e-3
+    warmup_steps: int = 20          # linear warmup of the learning rate (in updates), then constant
+    anneal_lr: bool = False         # after warmup, decay the learning rate linearly to 0 at `steps` updates
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0          # max global gradient norm
+    eps_low: float = 0.2            # clip range [1 - eps_low, 1 + eps_high]
+    eps_high: float | None = None   # None: eps_low
+    beta: float = 0.0               # weight of the k3 KL to the frozen warm start
+    loss_type: str = "grpo"         # aggregation, see rl4llm.grpo.grpo_loss
+    scale_rewards: bool = True      # divide by the group std (False: Dr. GRPO's r - mean)
+    drop_zero_variance: bool = False  # leave groups with equal rewards out of the loss batch
+    temperature: float = 1.0
+    max_new_tokens: int = MAX_COMPLETION_LEN
+    eval_every: int = 25            # held-out greedy accuracy every n outer steps (and at the ends)
+    log_kl: bool = True             # measure the KL to the warm start every step (costs a forward pass)
+    device: str = "auto"            # "auto": CUDA when available, else CPU
+    num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
+
+    def __post_init__(self):
+        integer_at_least(self.seed, "seed", 0)
+        integer_at_least(self.steps, "steps", 0)
+        integer_at_least(self.prompts_per_step, "prompts_per_step", 1)
+        if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or self.group_size < 2:
+            raise ValueError(f"group_size (G) must be an integer >= 2 (a group of one has no spread to learn "
+                             f"from), got {self.group_size!r}")
+        integer_at_least(self.inner_steps, "inner_steps", 1)
+        positive_real(self.lr, "lr")
+        integer_at_least(self.warmup_steps, "warmup_steps", 0)
+        real_in_range(self.weight_decay, "weight_decay", 0.0, math.inf, high_open=True)
+        positive_real(self.grad_clip, "grad_clip")
+        real_in_range(self.eps_low, "eps_low", 0.0, 1.0, low_open=True, high_open=True)
+        if self.eps_high is not None:
+            real_in_range(self.eps_high, "eps_high", 0.0, 1.0, low_open=True, high_open=True)
+        real_in_range(self.beta, "beta", 0.0, math.inf, high_open=True)
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        real_in_range(self.temperature, "temperature", 0.0, math.inf, low_open=True, high_open=True)
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
+                or self.max_new_tokens < MAX_COMPLETION_LEN:
+            raise ValueError(f"max_new_tokens must be an integer >= {MAX_COMPLETION_LEN} (the longest answer, "
+                             f"'198' and EOS), got {self.max_new_tokens!r}")
+        integer_at_least(self.eval_every, "eval_every", 1)
+        integer_at_least(self.num_threads, "num_threads", 1)
+        if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:i]', got {self.device!r}")
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Run a block with ``n`` intra-op CPU threads, then restore the previous count.
+
+    The backward pass sums over the batch in an order that depends on the thread count, so a run
+    is bitwise reproducible only at a fixed count: every training run fixes its own.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` is CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@torch.no_grad()
+def greedy_accuracy(model: GPT, task: AdditionTask, pairs=None, *, return_completions: bool = False):
+    """Share of ``pairs`` (default: the held-out split) whose greedy completion the verifier accepts.
+
+    With ``return_completions=True`` also returns the decoded completions (chapter 14's samples).
+    """
+    device = next(model.parameters()).device
+    if pairs is None:
+        pairs, prompts = task.eval_pairs, torch.as_tensor(task.eval_prompt_ids, device=device)
+    else:
+        pairs = np.asarray(pairs)
+        prompts = torch.as_tensor(task.prompt_ids(pairs), device=device)
+    rollout = sample(model, prompts, max_new_tokens=MAX_COMPLETION_LEN, eos_id=task.tokenizer.eos_id,
+                     pad_id=task.tokenizer.pad_id, temperature=0.0)
+    completions = rollout.completions.cpu().numpy()
+    accuracy = float(task.rewards(pairs, completions).mean())
+    if return_completions:
+        return accuracy, [task.tokenizer.decode(c) for c in completions]
+    return accuracy
+
+
+class GRPOTrainer:
+    """GRPO from a warm-started policy (chapter 14). ``train()`` runs ``config.steps`` outer steps.
+
+    ``metrics`` holds one value per outer step for each of: ``step``, ``reward`` (mean sampled
+    reward), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3 KL
+    to the warm start on the loss batch; NaN when not measured), ``clip_fraction`` (mean over the K
+    inner steps),
+    ``ratio``, ``completion_length``, ``zero_variance_share``, ``loss``, ``grad_norm``, ``tokens``
+    (sampled tokens) and ``seconds`` (wall time of the step). ``evals`` holds ``step``,
+    ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
+    excluded), at step 0, every ``eval_every`` steps and at the end.
+    """
+
+    METRICS = ("step", "reward", "entropy", "kl", "clip_fraction", "ratio", "completion_length",
+               "zero_variance_share", "loss", "grad_norm", "tokens", "seconds")
+
+    def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None):
+        self.config = cfg = config if config is not None else GRPOConfig()
+        self.task = task
+        self.device = resolve_device(cfg.device)
+        self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
+        self.reference = copy.deepcopy(self.policy).requires_grad_(False)   # pi_ref: the frozen warm start
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                           foreach=True)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        self.prompt_generator = torch.Generator().manual_seed(cfg.seed)
+        self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
+        self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
+        self.step_count = 0
+        self.train_seconds = 0.0
+        self.metrics = {k: [] for k in self.METRICS}
+        self.evals = {"step": [], "accuracy": [], "train_seconds": []}
+
+    def _lr_factor(self, updates: int) -> float:
+        """lr multiplier after ``updates`` scheduler steps: linear warmup, then 1 or a linear decay to 0."""
+        cfg = self.config
+        factor = min(1.0, (updates + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0
+        if cfg.anneal_lr:
+            factor *= max(0.0, 1.0 - updates / max(cfg.steps, 1))
+        return factor
+
+    def evaluate(self) -> float:
+        accuracy = greedy_accuracy(self.policy, self.task)
+        for key, value in (("step", self.step_count), ("accuracy", accuracy), ("train_seconds", self.train_seconds)):
+            self.evals[key].append(value)
+        return accuracy
+
+    def step(self) -> dict:
+        """One outer GRPO step: the text's loop body. Returns its metrics."""
+        cfg, task, tok = self.config, self.task, self.task.tokenizer
+        start = time.perf_counter()
+        G = cfg.group_size
+        # 1. a batch of prompts
+        chosen = torch.randint(len(task.train_pairs), (cfg.prompts_per_step,), generator=self.prompt_generator)
+        # 2. pi_old = freeze(pi_theta); ys = G samples per prompt (log pi_old recorded as they are drawn)
+        try:
+            rollout = sample(self.policy, self.train_prompts[chosen.to(self.device)], group_size=G,
+                             max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                             eos_id=tok.eos_id, pad_id=tok.pad_id, generator=self.sample_generator)
+        except FloatingPointError as err:
+            raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; training stopped") from err
+        # 3. rewards from the verifier
+        pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)
+        rewards = torch.as_tensor(task.rewards(pairs, rollout.completions.cpu().numpy()),
+                                  dtype=torch.float32, device=self.device).view(-1, G)
+        # 4. group-relative advantages, one per completion
+        advantages = group_advantages(rewards, scale=cfg.scale_rewards).view(-1)
+        informative = (rewards.amax(dim=1) > rewards.amin(dim=1)).repeat_interleave(G)
+        keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
+        tokens, old_logp, mask = rollout.tokens[keep], rollout.logp[keep], rollout.mask[keep]
+        advantages = advantages[keep]
+        ref_logp = None
+        if (cfg.beta > 0 or cfg.log_kl) and len(tokens):
+            with torch.no_grad():
+                ref_logp, _ = completion_logprobs(self.reference, tokens, rollout.prompt_len, cfg.temperature, G)
+        # 5. K clipped steps on the same batch
+        inner = []
+        for k in range(cfg.inner_steps if len(tokens) else 0):
+            logp, entropy = completion_logprobs(self.policy, tokens, rollout.prompt_len, cfg.temperature, G)
+            loss, stats = grpo_loss(logp, old_logp, advantages, mask, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
+                                    beta=cfg.beta, ref_logp=ref_logp, loss_type=cfg.loss_type,
+                                    max_completion_length=cfg.max_new_tokens)
+            self._check_finite(loss, "loss", k)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+            self._check_finite(grad_norm, "gradient norm", k)
+            self.optimizer.step()
+            if k == 0:
+                first_entropy = float((entropy * mask).sum() / mask.sum())
+                first_kl = stats["mean_kl"] if ref_logp is not None else math.nan
+            inner.append((float(loss.detach()), float(grad_norm), stats["clip_fraction"], stats["mean_ratio"]))
+        if inner:
+            self.scheduler.step()
+        self.step_count += 1
+        elapsed = time.perf_counter() - start
+        self.train_seconds += elapsed
+        if inner:
+            loss, grad_norm, clip, ratio = (float(np.mean(v)) for v in zip(*inner))
+        else:   # every group was dropped: nothing to learn from this batch
+            loss = grad_norm = clip = ratio = first_entropy = first_kl = math.nan
+        row = {"step": self.step_count, "reward": float(rewards.mean()), "entropy": first_entropy,
+               "kl": first_kl, "clip_fraction": clip, "ratio": ratio,
+               "completion_length": float(rollout.mask.sum(dim=1).mean()),
+               "zero_variance_share": float(1.0 - informative.float().mean()), "loss": loss,
+               "grad_norm": grad_norm, "tokens": int(rollout.mask.sum()), "seconds": elapsed}
+        for key, value in row.items():
+            self.metrics[key].append(value)
+        return row
+
+    def _check_finite(self, value: torch.Tensor, quantity: str, inner_step: int) -> None:
+        if not bool(torch.isfinite(value)):
+            raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
+                                     f"{quantity} is {float(value.detach())}; training stopped before the update")
+
+    def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
+              checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
+        """Run ``steps`` outer steps (default ``config.steps``), evaluating every ``eval_every``.
+
+        ``max_seconds`` stops earlier, once ``train_seconds`` (training wall time, evaluation excluded)
+        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s").
+
+        With ``checkpoint_path`` a checkpoint is written every ``checkpoint_every`` steps and at the
+        end; a step that produces a NaN or inf raises ``FloatingPointError`` before any checkpoint
+        of that state is written.
+        """
+        from tqdm.auto import tqdm
+
+        steps = self.config.steps if steps is None else integer_at_least(steps, "steps", 0)
+        if checkpoint_every is not None:
+            integer_at_least(checkpoint_every, "checkpoint_every", 1)
+        if max_seconds is not None:
+            positive_real(max_seconds, "max_seconds")
+        with torch_threads(self.config.num_threads), \
+                tqdm(total=steps, desc="GRPO", disable=not progress, leave=True) as bar:
+            if not self.evals["step"]:
+                self.evaluate()
+            for i in range(steps):
+                row = self.step()
+                out_of_time = max_seconds is not None and self.train_seconds >= max_seconds
+                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_time) \
+                        and self.evals["step"][-1] != self.step_count:
+                    self.evaluate()
+                bar.set_postfix(reward=f"{row['reward']:.3f}", acc=f"{self.evals['accuracy'][-1]:.3f}")
+                bar.update()
+                if checkpoint_path and (i == steps - 1 or out_of_time
+                                        or (checkpoint_every and self.step_count % checkpoint_every == 0)):
+                    self.save(checkpoint_path)
+                if out_of_time:
+                    break
+        return self
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"config": asdict(self.config), "model_config": asdict(self.policy.config),
+                "task": {"seed": self.task.seed, "n_eval": self.task.n_eval},
+                "policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "prompt_generator": self.prompt_generator.get_state(),
+                "sample_generator": self.sample_generator.get_state(),
+                "step_count": self.step_count, "train_seconds": self.train_seconds,
+                "metrics": self.metrics, "evals": self.evals}
+
+    def save(self, path: str) -> None:
+        """Write a checkpoint atomically; refuses (FloatingPointError) if any weight is NaN or inf."""
+        for name, p in self.policy.named_parameters():
+            if not bool(torch.isfinite(p).all()):
+                raise FloatingPointError(f"refusing to save a checkpoint at step {self.step_count}: "
+                                         f"parameter {name} is not finite")
+        tmp = f"{path}.tmp"
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str, device: str | None = None) -> "GRPOTrainer":
+        """Rebuild a trainer from ``save``; continuing it reproduces the uninterrupted run."""
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        config = GRPOConfig(**{**state["config"], **({"device": device} if device else {})})
+        policy = GPT(GPTConfig(**state["model_config"]))
+        policy.load_state_dict(state["policy"])
+        trainer = cls(policy, AdditionTask(**state["task"]), config)
+        trainer.reference.load_state_dict(state["reference"])
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.scheduler.load_state_dict(state["scheduler"])
+        trainer.prompt_generator.set_state(state["prompt_generator"])
+        trainer.sample_generator.set_state(state["sample_generator"])
+        trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
+        trainer.metrics, trainer.evals = state["metrics"], state["evals"]
+        return trainer
+
+
+# ---- "a single run proves nothing" ------------------------------------------------------------
+def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict[str, dict],
+                       seeds) -> dict[str, np.ndarray]:
+    """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 14).
+
+    ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
+    False}}``); every run starts from ``policy`` and differs from the others only in its overrides
+    and seed. Returns ``{name: array of final accuracies, one per seed}``.
+    """
+    seeds = [integer_at_least(s, "seeds", 0) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must hold at least 2 seeds (a spread needs two runs), got {seeds!r}")
+    results = {}
+    for name, overrides in settings.items():
+        finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **overrides, "seed": seed}))
+                  .train(progress=False).evals["accuracy"][-1] for seed in seeds]
+        results[name] = np.array(finals)
+    return results
+
+
+def noise_floor(a, b) -> float:
+    """2 sqrt(s_a^2 / n_a + s_b^2 / n_b): twice the standard error of mean(a) - mean(b) (chapter 14).
+
+    ``s`` is the sample standard deviation over seeds. A difference of means smaller than this is
+    within what reseeding alone produces, so it is not evidence that one setting is better.
+    """
+    a, b = (as_float_array(x, name) for x, name in ((a, "a"), (b, "b")))
+    for x, name in ((a, "a"), (b, "b")):
+        if x.ndim != 1 or len(x) < 2:
+            raise ValueError(f"{name} must be a 1-D array of at least 2 per-seed results, got shape {x.shape}")
+    return float(2 * math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))

@@ -1,0 +1,255 @@
+"""Warm start and the GRPO trainer of chapter 14 (tiny, seeded runs of a few seconds)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rl4llm.model import GPT, GPTConfig
+from rl4llm.tasks import AdditionTask
+from rl4llm.trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
+                            resolve_device)
+from rl4llm.warmstart import WarmStartConfig, sft_loss, warm_start
+
+TASK = AdditionTask(seed=0)
+# A tiny warm start for the cache test (seconds): one layer, width 32, stopped in a lower window.
+TINY_WARM = WarmStartConfig(model=GPTConfig(n_layer=1, n_embd=32, n_head=2), lr=1e-2, target_low=0.02,
+                            target_high=0.35, eval_from=0.02)
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """The chapter's warm start (cached on disk after its first computation)."""
+    return warm_start()
+
+
+def fresh(warm):
+    model = GPT(warm.model.config)
+    model.load_state_dict(warm.model.state_dict())
+    return model
+
+
+def run(warm, steps, **overrides):
+    config = GRPOConfig(**{"steps": steps, "prompts_per_step": 16, "group_size": 8, "eval_every": 5, "lr": 1e-3,
+                           "warmup_steps": 2, "device": "cpu", **overrides})
+    return GRPOTrainer(fresh(warm), TASK, config).train(progress=False)
+
+
+def same_parameters(a, b):
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_warm_start_lands_in_the_window(warm):
+    assert 0.25 <= warm.accuracy <= 0.35
+    assert greedy_accuracy(warm.model, TASK) == warm.accuracy
+
+
+def test_warm_start_is_cached_and_recomputed_identically(tmp_path, monkeypatch):
+    monkeypatch.setenv("RL4LLM_CACHE", str(tmp_path))
+    first = warm_start(TINY_WARM)
+    assert TINY_WARM.target_low <= first.accuracy <= TINY_WARM.target_high
+    assert len(list(tmp_path.glob("warmstart-*.pt"))) == 1
+    cached = warm_start(TINY_WARM)
+    recomputed = warm_start(TINY_WARM, use_cache=False)
+    for other in (cached, recomputed):
+        assert other.steps == first.steps and other.accuracy == first.accuracy
+        assert same_parameters(other.model, first.model)
+
+
+def test_greedy_accuracy_equals_teacher_forced_exact_match(warm):
+    """Independent route: greedy decoding is right token for token iff each target is the argmax."""
+    prompts = torch.as_tensor(TASK.eval_prompt_ids)
+    targets = torch.as_tensor(TASK.target_ids(TASK.eval_pairs))
+    with torch.no_grad():
+        _, exact = sft_loss(warm.model, prompts, targets, TASK.tokenizer.pad_id)
+    # the verifier also accepts a leading zero ("052"), which teacher forcing calls wrong
+    assert exact <= greedy_accuracy(warm.model, TASK) <= exact + 0.01
+
+
+def test_a_short_seeded_run_raises_reward_above_the_warm_start(warm):
+    trainer = run(warm, 50, prompts_per_step=32, lr=3e-4, warmup_steps=10, eval_every=25)
+    rewards = trainer.metrics["reward"]
+    assert np.mean(rewards[-10:]) > np.mean(rewards[:10]) + 0.03
+    assert trainer.evals["accuracy"][-1] > trainer.evals["accuracy"][0] + 0.05
+    assert trainer.evals["step"] == [0, 25, 50]
+    for key in GRPOTrainer.METRICS:
+        assert len(trainer.metrics[key]) == 50
+    assert all(math.isfinite(trainer.metrics[k][-1]) for k in ("entropy", "kl", "clip_fraction", "loss"))
+
+
+def test_runs_are_deterministic_whatever_the_callers_thread_count(warm):
+    before = torch.get_num_threads()
+    a = run(warm, 4, inner_steps=2)
+    torch.set_num_threads(2 if before == 1 else 1)
+    try:
+        b = run(warm, 4, inner_steps=2)
+    finally:
+        torch.set_num_threads(before)
+    assert same_parameters(a.policy, b.policy)
+    assert a.metrics["reward"] == b.metrics["reward"]
+    assert torch.get_num_threads() == before
+
+
+def test_resume_from_checkpoint_reproduces_the_uninterrupted_run(warm, tmp_path):
+    overrides = dict(inner_steps=2, beta=0.05, drop_zero_variance=True)
+    whole = run(warm, 6, **overrides)
+    path = tmp_path / "ckpt.pt"
+    run(warm, 3, **overrides).save(path)
+    resumed = GRPOTrainer.load(path).train(3, progress=False)
+    assert same_parameters(whole.policy, resumed.policy)
+    for key in ("reward", "kl", "clip_fraction", "entropy", "loss", "zero_variance_share"):
+        np.testing.assert_array_equal(whole.metrics[key], resumed.metrics[key])
+    resumed_evals = dict(zip(resumed.evals["step"], resumed.evals["accuracy"]))
+    assert all(resumed_evals[s] == a for s, a in zip(whole.evals["step"], whole.evals["accuracy"]))
+    assert whole.optimizer.state_dict()["state"][0]["step"] == resumed.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_inner_steps_move_the_ratio_and_beta_keeps_it_near_the_reference(warm):
+    free = run(warm, 8, inner_steps=4)
+    leashed = run(warm, 8, inner_steps=4, beta=1.0)
+    assert free.metrics["ratio"][-1] != 1.0 and free.metrics["clip_fraction"][-1] >= 0.0
+    assert leashed.metrics["kl"][-1] < free.metrics["kl"][-1]
+
+
+def test_dropping_zero_variance_groups_skips_an_uninformative_batch(warm):
+    model = fresh(warm)
+    with torch.no_grad():   # a policy that always says EOS first: every reward 0, every group flat
+        model.ln_f.weight.zero_()
+        model.ln_f.bias.copy_(20 * model.wte.weight[TASK.tokenizer.eos_id] / model.wte.weight[TASK.tokenizer.eos_id].norm())
+    config = GRPOConfig(steps=2, prompts_per_step=4, group_size=4, drop_zero_variance=True, device="cpu")
+    trainer = GRPOTrainer(model, TASK, config).train(progress=False)
+    assert trainer.metrics["zero_variance_share"] == [1.0, 1.0]
+    assert all(math.isnan(x) for x in trainer.metrics["loss"])
+    assert same_parameters(trainer.policy, model)
+
+
+def test_nan_weights_stop_training_naming_step_and_quantity_and_keep_the_checkpoint(warm, tmp_path):
+    trainer = run(warm, 2)
+    path = tmp_path / "ckpt.pt"
+    trainer.save(path)
+    saved = path.read_bytes()
+    with torch.no_grad():
+        trainer.policy.h[0].mlp.c_fc.weight[0, 0] = float("nan")
+    with pytest.raises(FloatingPointError, match=r"step 3 \(sampling\).*logits"):
+        trainer.train(2, progress=False, checkpoint_path=str(path), checkpoint_every=1)
+    with pytest.raises(FloatingPointError, match="c_fc.weight"):
+        trainer.save(path)
+    assert path.read_bytes() == saved
+
+
+def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch):
+    import rl4llm.trainer as trainer_module
+    trainer = run(warm, 1)
+    path = tmp_path / "ckpt.pt"
+    trainer.save(path)
+    saved = path.read_bytes()
+    before = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+
+    def nan_loss(logp, *args, **kwargs):
+        return logp.sum() * float("nan"), {"clip_fraction": 0.0, "mean_ratio": 1.0, "mean_kl": 0.0}
+    monkeypatch.setattr(trainer_module, "grpo_loss", nan_loss)
+    with pytest.raises(FloatingPointError, match=r"step 2 .*loss is nan"):
+        trainer.train(1, progress=False, checkpoint_path=str(path))
+    assert all(torch.equal(before[k], v) for k, v in trainer.policy.state_dict().items())
+    assert path.read_bytes() == saved
+
+
+def test_compare_over_seeds_is_seeded_and_starts_every_run_from_the_same_policy(warm):
+    base = GRPOConfig(steps=2, prompts_per_step=4, group_size=4, eval_every=2, device="cpu")
+    results = compare_over_seeds(warm.model, TASK, base, {"a": {}, "b": {}, "c": {"lr": 1e-2}}, seeds=[0, 1])
+    assert set(results) == {"a", "b", "c"} and results["a"].shape == (2,)
+    np.testing.assert_array_equal(results["a"], results["b"])
+    again = GRPOTrainer(warm.model, TASK, GRPOConfig(**{**base.__dict__, "seed": 1})).train(progress=False)
+    assert results["a"][1] == again.evals["accuracy"][-1]
+
+
+def test_noise_floor_is_twice_the_standard_error_of_the_difference():
+    assert noise_floor([0.0, 1.0], [0.0, 1.0]) == pytest.approx(2 * np.sqrt(0.5 / 2 + 0.5 / 2))
+    # Monte Carlo: two identical settings, 5 seeds each, differ by more than the floor with probability
+    # P(|t_8| > 2) = 0.0805 (Student t, 8 degrees of freedom); 4000 repeats, within 4 standard errors
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.7, 0.05, size=(2, 4000, 5))
+    exceed = np.mean([abs(x.mean() - y.mean()) > noise_floor(x, y) for x, y in zip(a, b)])
+    assert abs(exceed - 0.0805) < 4 * np.sqrt(0.0805 * (1 - 0.0805) / 4000)
+
+
+@pytest.mark.parametrize("a, b, name", [([0.5], [0.4, 0.3], "a"), ([0.5, 0.6], [[0.4, 0.3]], "b"),
+                                        ([0.5, float("nan")], [0.4, 0.3], "a")])
+def test_noise_floor_bad_inputs(a, b, name):
+    with pytest.raises(ValueError, match=name):
+        noise_floor(a, b)
+
+
+def test_learning_rate_warms_up_then_anneals_to_zero(warm):
+    trainer = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=100, warmup_steps=20, anneal_lr=True, device="cpu"))
+    factors = [trainer._lr_factor(u) for u in range(101)]
+    assert factors[0] == pytest.approx(1 / 20) and factors[19] == pytest.approx(1 - 19 / 100)
+    assert factors[50] == pytest.approx(0.5) and factors[100] == 0.0
+    constant = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=100, warmup_steps=0, device="cpu"))
+    assert {constant._lr_factor(u) for u in range(101)} == {1.0}
+
+
+def test_max_seconds_stops_early_and_evaluates_the_last_step(warm):
+    trainer = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=50, prompts_per_step=4, device="cpu"))
+    trainer.train(progress=False, max_seconds=1e-9)
+    assert trainer.step_count == 1 and trainer.evals["step"] == [0, 1]
+    with pytest.raises(ValueError, match="max_seconds"):
+        trainer.train(progress=False, max_seconds=0.0)
+
+
+def test_device_auto_is_cpu_without_cuda():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+
+
+@pytest.mark.parametrize("overrides, name", [
+    ({"group_size": 1}, "group_size"),
+    ({"inner_steps": 0}, "inner_steps"),
+    ({"max_new_tokens": 3}, "max_new_tokens"),
+    ({"lr": float("nan")}, "lr"),
+    ({"lr": float("inf")}, "lr"),
+    ({"lr": 0.0}, "lr"),
+    ({"eps_low": 0.0}, "eps_low"),
+    ({"beta": -0.1}, "beta"),
+    ({"loss_type": "ppo"}, "loss_type"),
+    ({"temperature": 0.0}, "temperature"),
+    ({"device": "tpu"}, "device"),
+    ({"num_threads": 0}, "num_threads"),
+])
+def test_bad_config(overrides, name):
+    with pytest.raises(ValueError, match=name):
+        GRPOConfig(**overrides)
+
+
+@pytest.mark.parametrize("overrides, name", [
+    ({"lr": float("nan")}, "lr"), ({"target_high": 0.1, "target_low": 0.2}, "target_high"),
+    ({"batch_size": 0}, "batch_size"),
+])
+def test_bad_warm_start_config(overrides, name):
+    with pytest.raises(ValueError, match=name):
+        WarmStartConfig(**overrides)
+
+
+def test_chapter_figures_and_playground_draw_from_a_real_run(warm):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rl4llm.viz.part4 import (draw_diagnostics, draw_grid, draw_learning_curves, draw_run_over_baseline,
+                                  draw_seed_comparison, grpo_playground)
+    trainer = run(warm, 4, eval_every=2)
+    for draw, args in [(draw_learning_curves, (trainer.metrics, trainer.evals)), (draw_diagnostics, (trainer.metrics,)),
+                       (draw_seed_comparison, ({"a": [0.3, 0.4], "b": [0.5, 0.6]}, 0.1)),
+                       (draw_run_over_baseline, (trainer.evals, trainer.evals, "run")),
+                       (draw_grid, ({("lr=1", "G=2"): trainer.evals, ("lr=1", "G=8"): trainer.evals}, trainer.evals))]:
+        fig = plt.figure()
+        draw(fig, *args)
+        assert fig.axes
+        plt.close(fig)
+    box = grpo_playground(warm.model, TASK, trainer.config, trainer.evals, steps=2)
+    button = box.children[1].children[-1]
+    assert button.description == "Train"
+    plt.close("all")
+    button.click()   # runs a 2-step GRPO run and draws it over the baseline
+    assert len(plt.get_fignums()) == 1 and len(plt.gcf().axes[0].lines) == 2
+    plt.close("all")
