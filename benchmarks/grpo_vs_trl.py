@@ -1,6 +1,6 @@
 """rl4llm's GRPO trainer against TRL's GRPOTrainer on the same task, model and warm start.
 
-    python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N] [--trl-max-steps 1000]
+    python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N (default: all cores)] [--trl-max-steps 1000]
 
 Both sides start from the same warm start (chapter 14: held-out greedy accuracy about 0.3), the same
 tiny GPT-2-shaped model (2 layers, width 64, 4 heads, about 100k parameters; the weights are copied
@@ -146,9 +146,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budget", type=float, default=60.0, help="rl4llm training seconds per seed")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="CPU threads for both trainers (more than 1 is faster on an idle machine, and far slower "
-                             "when other processes hold the cores)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="CPU threads for both trainers (default: every core; on a busy machine use 1, since "
+                             "threads that share cores with other processes are far slower)")
     parser.add_argument("--trl-seed", type=int, default=0)
     parser.add_argument("--trl-max-steps", type=int, default=1000)
     parser.add_argument("--skip-trl", action="store_true")

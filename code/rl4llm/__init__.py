@@ -1,36 +1,41 @@
 """rl4llm: the library behind "RL for LLMs, from softmax to GRPO".
 
 Every formula of the book lives here once, is tested in ``tests/`` and is imported by the
-chapters in ``book/``. Each function's docstring names the chapter that derives it.
+chapters in ``book/``. Each function's docstring names the chapter that derives it. The modules
+follow the book's order: toy and distributions (Part I) <- gradients <- estimators and the
+on-policy loop (Part II) <- reuse and credit <- grpo and the toy GRPO loop (Part III) <- the tiny
+transformer's task, model, warm start and trainer (Part IV).
 """
+# Part I: from softmax to SFT (chapters 1-5)
 from .toy import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB
 from .distributions import (cross_entropy, decode_probs, entropy, kl_divergence, log_softmax, onehot,
                             sequence_probability, softmax)
 from .gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
                         sft_step)
+from .two_strings import first_token_rewards, string_probabilities, training_curves
+from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
 from .verifier import EOS_MARKER, addition_reward
-from .grpo import grpo_loss, group_advantages
-# Part III: reuse and credit
-from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
-                    clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient,
-                    drift_case, drift_variance_ratio, fisher_matrix, importance_ratios, importance_weighted_jhat_distribution,
-                    importance_weighted_jhat_samples, importance_weighted_variance, policy_kl, ppo_inner_steps,
-                    trust_region_step, with_correct_mass)
-from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
-# Part II: the RL core
+
+# Part II: the RL core (chapters 6-9)
 from .estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                          group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
 from .onpolicy import on_policy_loop, on_policy_runs
-# Part I extras
-from .two_strings import first_token_rewards, string_probabilities, training_curves
-from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
-# Part III: GRPO on the toy and the summary
+
+# Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 16)
+from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
+                    clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient,
+                    drift_case, drift_variance_ratio, fisher_matrix, importance_ratios,
+                    importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
+                    importance_weighted_variance, policy_kl, ppo_inner_steps, trust_region_step, with_correct_mass)
+from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
+from .grpo import group_advantages, grpo_loss
 from .toy_grpo import (aggregation_weights, entropy_gradient, forward_kl_gradient, grpo_slider_run, grpo_toy_run,
                        k3_loss_gradient, reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
                        two_step_inner_steps)
 from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, run_reinforce_baseline, run_sft,
                       run_trpo)
-# Chapter 14: the tiny transformer
+
+# Part IV: GRPO on a tiny transformer (chapter 14)
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
 from .trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
