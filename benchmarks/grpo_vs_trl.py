@@ -30,9 +30,10 @@ import warnings
 import numpy as np
 import torch
 
-from rl4llm.model import from_gpt2, to_gpt2
+from rl4llm.model import from_gpt2
 from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
 from rl4llm.trainer import GRPOConfig, GRPOTrainer, greedy_accuracy, torch_threads
+from rl4llm.trl_bridge import char_tokenizer_for_transformers, trl_policy
 from rl4llm.warmstart import warm_start
 
 TARGET = 0.64
@@ -65,18 +66,6 @@ def run_rl4llm(warm, task, seed: int, budget: float, threads: int) -> dict:
             "step_ms_median": 1000 * statistics.median(m["seconds"])}
 
 
-def char_tokenizer_for_transformers(task):
-    """Our character tokenizer as a transformers PreTrainedTokenizerFast (TRL needs one)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {token: i for i, token in enumerate(task.tokenizer.vocab)}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex("<eos>|<pad>|."), behavior="isolated")
-    backend.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<eos>", pad_token="<pad>")
-
-
 def run_trl(warm, task, seed: int, max_steps: int, threads: int) -> dict:
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -84,11 +73,8 @@ def run_trl(warm, task, seed: int, max_steps: int, threads: int) -> dict:
     from trl import GRPOTrainer as TRLTrainer
 
     tok = task.tokenizer
-    hf_tokenizer = char_tokenizer_for_transformers(task)
-    model = to_gpt2(warm.model, eos_id=tok.eos_id, pad_id=tok.pad_id).train()
-    model.generation_config.eos_token_id = tok.eos_id
-    model.generation_config.pad_token_id = tok.pad_id
-    model.generation_config.bos_token_id = None
+    hf_tokenizer = char_tokenizer_for_transformers(tok)
+    model = trl_policy(warm.model, tok)
     dataset = Dataset.from_dict({"prompt": task.prompts(task.train_pairs),
                                  "answer": [str(a + b) for a, b in task.train_pairs.tolist()]})
     sampled = {"tokens": 0}
