@@ -35,9 +35,10 @@ from .toy_grpo import (aggregation_weights, entropy_gradient, forward_kl_gradien
 from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, run_reinforce_baseline, run_sft,
                       run_trpo)
 
-# Part IV: GRPO on a tiny transformer (chapter 14)
+# Part IV: GRPO on a tiny transformer (chapter 14) and the bridge to TRL (chapter 15; trl is imported lazily)
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
 from .trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
                       resolve_device, torch_threads)
 from .warmstart import WarmStart, WarmStartConfig, sft_loss, warm_start
+from .trl_bridge import compare_losses, knob_table, trl_config_kwargs
