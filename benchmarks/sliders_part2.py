@@ -8,8 +8,6 @@ Plotting (matplotlib) is not included: it is the same for every figure and is no
 """
 from __future__ import annotations
 
-import os
-import platform
 import time
 
 import numpy as np
@@ -18,8 +16,7 @@ from rl4llm import LOGITS, REWARDS, estimator_variance
 from rl4llm.estimators import jhat_study, variance_curve
 from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
 from rl4llm.viz.part2 import BASELINE_GRID, REFERENCE_RUNS, SEED_RUN, noise_floor
-
-REPEATS = 5
+from slider_timing import report
 
 
 def ch6_G(G):
@@ -46,34 +43,18 @@ def ch9_G_lr(G, lr):
 
 
 SLIDERS = {
-    "ch6 G (1..64)": (ch6_G, [{"G": G} for G in (1, 2, 4, 8, 16, 32, 64)]),
-    "ch6 number of seeds (2..128)": (ch6_seeds, [{"n_seeds": n} for n in (2, 4, 8, 16, 32, 64, 128)]),
-    "ch7 learning rate (0..8)": (ch7_lr, [{"lr": lr} for lr in (0.0, 0.5, 1.0, 2.0, 5.0, 8.0)]),
-    "ch8 offset (0..10) x baseline b (-1..11)": (
-        ch8_offset_baseline, [{"offset": o, "baseline": b} for o in (0.0, 5.0, 10.0) for b in (-1.0, 0.2, 10.2, 11.0)]),
-    "ch9 G (2..32) x learning rate (0.25..4)": (
-        ch9_G_lr, [{"G": G, "lr": lr} for G in (2, 4, 8, 16, 32) for lr in (0.25, 1.0, 4.0)]),
+    "ch6 G (1..64)": [lambda G=G: ch6_G(G) for G in (1, 2, 4, 8, 16, 32, 64)],
+    "ch6 number of seeds (2..128)": [lambda n=n: ch6_seeds(n) for n in (2, 4, 8, 16, 32, 64, 128)],
+    "ch7 learning rate (0..8)": [lambda lr=lr: ch7_lr(lr) for lr in (0.0, 0.5, 1.0, 2.0, 5.0, 8.0)],
+    "ch8 offset (0..10) x baseline b (-1..11)": [
+        lambda o=o, b=b: ch8_offset_baseline(o, b) for o in (0.0, 5.0, 10.0) for b in (-1.0, 0.2, 10.2, 11.0)],
+    "ch9 G (2..32) x learning rate (0.25..4)": [
+        lambda G=G, lr=lr: ch9_G_lr(G, lr) for G in (2, 4, 8, 16, 32) for lr in (0.25, 1.0, 4.0)],
 }
 
 
-def main() -> None:
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, numpy {np.__version__}")
+if __name__ == "__main__":
     start = time.perf_counter()
     noise_floor(1)
-    print(f"ch6 noise floor ({REFERENCE_RUNS} runs, once per notebook, cached): "
-          f"{1e3 * (time.perf_counter() - start):.1f} ms")
-    print(f"{'slider':45s} {'median ms':>10s} {'worst ms':>10s}")
-    for name, (fn, grid) in SLIDERS.items():
-        fn(**grid[0])                                   # warm up
-        times = []
-        for params in grid:
-            for _ in range(REPEATS):
-                start = time.perf_counter()
-                fn(**params)
-                times.append(1e3 * (time.perf_counter() - start))
-        print(f"{name:45s} {np.median(times):10.2f} {max(times):10.2f}")
-
-
-if __name__ == "__main__":
-    main()
+    report(SLIDERS, note=f"ch6 noise floor ({REFERENCE_RUNS} runs, once per notebook, cached): "
+                         f"{1e3 * (time.perf_counter() - start):.1f} ms")

@@ -1,17 +1,11 @@
 """Time the pure function behind every slider of chapters 10-12 over the slider's range.
 
-Each slider update must recompute its numbers in well under 20 ms. For every slider this prints the
-median and the worst time of one update over the whole range (each setting repeated, best of 5
-kept, so a one-off hiccup of the shared machine is not mistaken for the function's cost), and
-the machine it ran on.
+Each slider update must recompute its numbers in well under 20 ms; ``slider_timing.report``
+prints the median and the worst update per slider, and the machine it ran on.
 
     python benchmarks/sliders_part3.py
 """
 from __future__ import annotations
-
-import os
-import platform
-import time
 
 import numpy as np
 
@@ -19,19 +13,9 @@ from rl4llm import (LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, cl
                     clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
 from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
 from rl4llm.viz.part3 import INNER_LR
+from slider_timing import report
 
-BUDGET_MS = 20.0
 RHO = np.linspace(0.0, 2.5, 501)
-
-
-def time_ms(fn, repeats: int = 5) -> float:
-    """Best of ``repeats`` wall-clock times of one call, in milliseconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return 1000.0 * best
 
 
 def drift_update(drift: float, G: int) -> None:
@@ -62,15 +46,5 @@ SLIDERS = {
 }
 
 
-def main() -> None:
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
-    print(f"{'slider':<40}{'settings':>9}{'median ms':>11}{'worst ms':>10}  under {BUDGET_MS:g} ms?")
-    for name, updates in SLIDERS.items():
-        times = np.array([time_ms(update) for update in updates])
-        ok = "yes" if times.max() < BUDGET_MS else "NO"
-        print(f"{name:<40}{len(times):>9}{np.median(times):>11.3f}{times.max():>10.3f}  {ok}")
-
-
 if __name__ == "__main__":
-    main()
+    report(SLIDERS)
