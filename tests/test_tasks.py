@@ -97,7 +97,7 @@ def test_verifier_on_sampled_garbage():
     (lambda: addition_prompt(100, 1), "a"),
     (lambda: addition_prompt(1, -1), "b"),
     (lambda: AdditionTask(n_eval=0), "n_eval"),
-    (lambda: AdditionTask(n_eval=10_000), "n_eval"),
+    (lambda: AdditionTask(n_eval=5001), "n_eval"),
     (lambda: AdditionTask(seed=-1), "seed"),
     (lambda: AdditionTask().prompts([1, 2]), "pairs"),
     (lambda: AdditionTask().prompts([[1, 200]]), "pairs"),
@@ -106,3 +106,13 @@ def test_verifier_on_sampled_garbage():
 def test_bad_inputs(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("seed, n_eval", [(0, 500), (3, 1), (4, 2), (5, 777), (6, 5000)])
+def test_no_held_out_sum_is_trained_on_in_either_order(seed, n_eval):
+    """The split is by unordered pair: (a, b) is held out exactly when (b, a) is (chapter 14)."""
+    task = AdditionTask(seed=seed, n_eval=n_eval)
+    held = {tuple(p) for p in task.eval_pairs.tolist()}
+    train = {tuple(p) for p in task.train_pairs.tolist()}
+    assert len(held) == n_eval and len(held | train) == 10_000 and not held & train
+    assert all((b, a) in held for a, b in held)

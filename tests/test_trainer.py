@@ -1,5 +1,6 @@
 """Warm start and the GRPO trainer of chapter 14 (tiny, seeded runs of a few seconds)."""
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -9,7 +10,8 @@ from rl4llm.model import GPT, GPTConfig
 from rl4llm.tasks import AdditionTask
 from rl4llm.trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
                             resolve_device)
-from rl4llm.warmstart import WarmStartConfig, sft_loss, warm_start
+from rl4llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
+                              warm_start)
 
 TASK = AdditionTask(seed=0)
 # A tiny warm start for the cache test (seconds): one layer, width 32, stopped in a lower window.
@@ -19,7 +21,7 @@ TINY_WARM = WarmStartConfig(model=GPTConfig(n_layer=1, n_embd=32, n_head=2), lr=
 
 @pytest.fixture(scope="module")
 def warm():
-    """The chapter's warm start (cached on disk after its first computation)."""
+    """The chapter's warm start: the checkpoint shipped with the library."""
     return warm_start()
 
 
@@ -40,8 +42,44 @@ def same_parameters(a, b):
 
 
 def test_warm_start_lands_in_the_window(warm):
+    assert warm.source == "shipped"
     assert 0.25 <= warm.accuracy <= 0.35
     assert greedy_accuracy(warm.model, TASK) == warm.accuracy
+
+
+def test_the_chapters_sft_lands_in_the_window_on_this_cpu_too(warm, tmp_path, monkeypatch):
+    """Retrained here (whatever the CPU's kernels), the SFT run stops inside the window, near the
+    shipped run's step count: what chapter 14 checks of it on every machine."""
+    monkeypatch.setenv("RL4LLM_CACHE", str(tmp_path))
+    own = warm_start(shipped=False)
+    assert own.source == "trained" and 0.25 <= own.accuracy <= 0.35
+    assert abs(own.steps - warm.steps) <= 40
+    assert warm_start(shipped=False).source == "cache"
+
+
+def test_the_shipped_checkpoint_is_refused_when_its_hash_differs(tmp_path):
+    damaged = tmp_path / "warmstart.pt"
+    data = bytearray(SHIPPED_CHECKPOINT.read_bytes())
+    data[-100] ^= 1
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="SHA-256"):
+        load_shipped_checkpoint(damaged)
+    saved = load_shipped_checkpoint()
+    assert saved["config"] == asdict(WarmStartConfig())
+
+
+def test_only_the_chapters_config_loads_the_shipped_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv("RL4LLM_CACHE", str(tmp_path))
+    assert warm_start(TINY_WARM).source == "trained"
+
+
+def test_the_cache_key_covers_config_and_cpu_capability(monkeypatch):
+    base = cache_key(WarmStartConfig())
+    assert cache_key(WarmStartConfig()) == base
+    assert cache_key(WarmStartConfig(seed=1)) != base
+    assert cache_key(WarmStartConfig(model=GPTConfig(n_embd=32))) != base
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "EMULATED")
+    assert cache_key(WarmStartConfig()) != base
 
 
 def test_warm_start_is_cached_and_recomputed_identically(tmp_path, monkeypatch):

@@ -3,9 +3,10 @@
 A prompt is ``"a+b="`` with both operands written with two digits (``"07+45="``), so every prompt
 has the same length and no prompt needs padding (chapter 14 explains why padding plus absolute
 positions silently corrupts log-probabilities). The completion the verifier wants is the decimal
-sum (``"52"``) followed by the end-of-sequence token. All 10,000 pairs (a, b) with a, b in 0..99
-are shuffled with a seed; the first ``n_eval`` are held out for evaluation, the rest are for
-training. The reward is :func:`rl4llm.verifier.addition_reward` on the decoded text.
+sum (``"52"``) followed by the end-of-sequence token. The 10,000 pairs (a, b) with a, b in 0..99
+are split by *unordered* pair: the held-out split takes whole sets {a, b} (both orders, or the one
+pair a + a), so no held-out sum is ever trained on in either order (a split of ordered pairs leaves
+the mirror (b, a) of about 95% of held-out pairs in training). The reward is :func:`rl4llm.verifier.addition_reward` on the decoded text.
 
 Numpy only: the model and the trainer turn these arrays into tensors.
 """
@@ -97,7 +98,12 @@ def _operand(x, name: str) -> int:
 
 
 class AdditionTask:
-    """All pairs (a, b), a, b in 0..99, shuffled by ``seed``; the first ``n_eval`` held out (chapter 14).
+    """All pairs (a, b), a, b in 0..99, split by unordered pair into train and held out (chapter 14).
+
+    The 5,050 unordered pairs {a, b} are shuffled by ``seed`` and taken in that order into the
+    held-out split, both orders of each, until it holds exactly ``n_eval`` ordered pairs (an odd
+    ``n_eval`` takes one pair a + a; the others a + a are passed over); the rest, shuffled, are for
+    training. So (a, b) is held out exactly when (b, a) is. ``n_eval`` is at most half the pairs.
 
     ``train_pairs`` and ``eval_pairs`` are int arrays shaped (N, 2). ``prompt_ids(pairs)`` gives
     the (N, PROMPT_LEN) token ids of their prompts (precomputed for both splits as
@@ -108,16 +114,13 @@ class AdditionTask:
 
     def __init__(self, seed: int = 0, n_eval: int = 500):
         self.seed = integer_at_least(seed, "seed", 0)
-        n_pairs = (MAX_OPERAND + 1) ** 2
+        most = (MAX_OPERAND + 1) ** 2 // 2
         self.n_eval = integer_at_least(n_eval, "n_eval", 1)
-        if self.n_eval >= n_pairs:
-            raise ValueError(f"n_eval must be an integer in [1, {n_pairs - 1}], got {n_eval!r}")
+        if self.n_eval > most:
+            raise ValueError(f"n_eval must be an integer in [1, {most}] (at most half the pairs), got {n_eval!r}")
         self.tokenizer = CharTokenizer()
-        grid = np.arange(MAX_OPERAND + 1)
-        pairs = np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2)
-        pairs = pairs[np.random.default_rng(self.seed).permutation(n_pairs)]
-        self.eval_pairs = pairs[:self.n_eval]
-        self.train_pairs = pairs[self.n_eval:]
+        rng = np.random.default_rng(self.seed)
+        self.eval_pairs, self.train_pairs = _split_by_unordered_pair(self.n_eval, rng)
         self.eval_prompt_ids = self.prompt_ids(self.eval_pairs)
         self.train_prompt_ids = self.prompt_ids(self.train_pairs)
 
@@ -153,3 +156,25 @@ class AdditionTask:
         if arr.size and (arr.min() < 0 or arr.max() > MAX_OPERAND):
             raise ValueError(f"pairs must hold operands in [0, {MAX_OPERAND}]")
         return arr
+
+
+def _split_by_unordered_pair(n_eval: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(held-out, train) ordered pairs, shaped (n_eval, 2) and (10000 - n_eval, 2), no sum shared."""
+    a, b = np.triu_indices(MAX_OPERAND + 1)            # the unordered pairs, a <= b
+    held_out, remaining = [], n_eval
+    for i in rng.permutation(len(a)).tolist():
+        if remaining == 0:
+            break
+        if a[i] != b[i] and remaining >= 2:
+            held_out += [(a[i], b[i]), (b[i], a[i])]
+            remaining -= 2
+        elif a[i] == b[i] and remaining % 2 == 1:    # at most one a + a: it makes an odd n_eval
+            held_out.append((a[i], b[i]))
+            remaining -= 1
+    held = np.array(held_out, dtype=np.int64)
+    grid = np.arange(MAX_OPERAND + 1)
+    pairs = np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2)
+    is_held = np.zeros((MAX_OPERAND + 1, MAX_OPERAND + 1), dtype=bool)
+    is_held[held[:, 0], held[:, 1]] = True
+    train = pairs[~is_held[pairs[:, 0], pairs[:, 1]]]
+    return held, train[rng.permutation(len(train))]
