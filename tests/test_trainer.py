@@ -31,10 +31,15 @@ def fresh(warm):
     return model
 
 
-def run(warm, steps, **overrides):
+def run_config(warm, steps, **overrides):
+    """A trainer of ``steps`` small outer steps from the warm start, not yet run."""
     config = GRPOConfig(**{"steps": steps, "prompts_per_step": 16, "group_size": 8, "eval_every": 5, "lr": 1e-3,
                            "warmup_steps": 2, "device": "cpu", **overrides})
-    return GRPOTrainer(fresh(warm), TASK, config).train(progress=False)
+    return GRPOTrainer(fresh(warm), TASK, config)
+
+
+def run(warm, steps, **overrides):
+    return run_config(warm, steps, **overrides).train(progress=False)
 
 
 def same_parameters(a, b):
@@ -129,17 +134,59 @@ def test_runs_are_deterministic_whatever_the_callers_thread_count(warm):
 
 
 def test_resume_from_checkpoint_reproduces_the_uninterrupted_run(warm, tmp_path):
-    overrides = dict(inner_steps=2, beta=0.05, drop_zero_variance=True)
+    """Interrupted at step 3 of 6 and resumed with a plain ``train()``: it stops at step 6 (not 9), and
+    every weight, metric and evaluation equals the uninterrupted run's, annealed lr included."""
+    overrides = dict(inner_steps=2, beta=0.05, drop_zero_variance=True, anneal_lr=True)
     whole = run(warm, 6, **overrides)
     path = tmp_path / "ckpt.pt"
-    run(warm, 3, **overrides).save(path)
-    resumed = GRPOTrainer.load(path).train(3, progress=False)
+    interrupted = run_config(warm, 6, **overrides)
+    interrupted.train(3, progress=False).save(path)
+    resumed = GRPOTrainer.load(path).train(progress=False)
+    assert resumed.step_count == 6 and resumed.metrics["step"] == list(range(1, 7))
     assert same_parameters(whole.policy, resumed.policy)
     for key in ("reward", "kl", "clip_fraction", "entropy", "loss", "zero_variance_share"):
         np.testing.assert_array_equal(whole.metrics[key], resumed.metrics[key])
     resumed_evals = dict(zip(resumed.evals["step"], resumed.evals["accuracy"]))
     assert all(resumed_evals[s] == a for s, a in zip(whole.evals["step"], whole.evals["accuracy"]))
     assert whole.optimizer.state_dict()["state"][0]["step"] == resumed.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_warmup_counts_outer_steps_and_the_k_updates_of_a_step_share_its_lr(warm):
+    trainer = run_config(warm, 6, inner_steps=4, warmup_steps=4, lr=1e-3)
+    lrs = []
+    for _ in range(6):
+        lrs.append(trainer.optimizer.param_groups[0]["lr"])
+        trainer.step()
+    np.testing.assert_allclose(lrs, [2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3, 1e-3])
+
+
+def test_max_new_tokens_must_fit_the_models_block_size(warm):
+    with pytest.raises(ValueError, match="max_new_tokens must be at most 10"):
+        GRPOTrainer(warm.model, TASK, GRPOConfig(max_new_tokens=20, device="cpu"))
+    GRPOTrainer(warm.model, TASK, GRPOConfig(max_new_tokens=10, device="cpu"))
+
+
+def test_a_checkpoint_from_another_device_type_loads_and_trains(warm, tmp_path):
+    """A CUDA checkpoint holds a CUDA generator state, which a CPU generator rejects: loading on the
+    CPU reseeds the sampler instead (emulated here by marking a CPU checkpoint as CUDA's)."""
+    path = tmp_path / "ckpt.pt"
+    run(warm, 2).save(path)
+    state = torch.load(path, weights_only=True)
+    state["sample_generator_device"] = "cuda"
+    state["sample_generator"] = torch.zeros(16, dtype=torch.uint8)   # the shape of a CUDA (Philox) state
+    torch.save(state, path)
+    moved = GRPOTrainer.load(path, device="cpu").train(2, progress=False)
+    assert moved.step_count == 4 and all(math.isfinite(r) for r in moved.metrics["reward"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU path)")
+def test_train_on_cuda_save_load_on_cpu_and_resume(warm, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    on_gpu = run_config(warm, 4, device="cuda")
+    on_gpu.train(2, progress=False).save(path)
+    assert next(on_gpu.policy.parameters()).is_cuda
+    resumed = GRPOTrainer.load(path, device="cpu").train(progress=False)
+    assert resumed.step_count == 4 and not next(resumed.policy.parameters()).is_cuda
 
 
 def test_inner_steps_move_the_ratio_and_beta_keeps_it_near_the_reference(warm):
@@ -287,7 +334,17 @@ def test_chapter_figures_and_playground_draw_from_a_real_run(warm):
     box = grpo_playground(warm.model, TASK, trainer.config, trainer.evals, steps=2)
     button = box.children[1].children[-1]
     assert button.description == "Train"
+    assert [w.description for w in box.children[0].children] == ["G", "K", "epsilon"]
     plt.close("all")
     button.click()   # runs a 2-step GRPO run and draws it over the baseline
     assert len(plt.get_fignums()) == 1 and len(plt.gcf().axes[0].lines) == 2
     plt.close("all")
+
+
+def test_epsilon_acts_only_from_two_inner_steps_on(warm):
+    """With K = 1 every ratio is 1 when the loss is computed, so the clip never binds: epsilon changes
+    nothing. With K = 3 the later inner steps see moved ratios, and epsilon changes the weights."""
+    def weights(K, eps):
+        return run(warm, 3, inner_steps=K, eps_low=eps, lr=1e-2, warmup_steps=0).policy
+    assert same_parameters(weights(1, 0.05), weights(1, 0.5))
+    assert not same_parameters(weights(3, 0.05), weights(3, 0.5))

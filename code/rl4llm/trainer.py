@@ -30,7 +30,7 @@ import torch
 from ._checks import as_float_array, integer_at_least, positive_real, real_in_range
 from .grpo import LOSS_TYPES, group_advantages, grpo_loss
 from .model import GPT, GPTConfig, completion_logprobs, sample
-from .tasks import MAX_COMPLETION_LEN, AdditionTask
+from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
 
 
 @dataclass
@@ -42,8 +42,9 @@ class GRPOConfig:
     group_size: int = 8             # G, completions per prompt
     inner_steps: int = 1            # K, gradient steps on each sampled batch
     lr: float = 1e-3
-    warmup_steps: int = 20          # linear warmup of the learning rate (in updates), then constant
-    anneal_lr: bool = False         # after warmup, decay the learning rate linearly to 0 at `steps` updates
+    warmup_steps: int = 20          # linear warmup of the learning rate over this many outer steps (the K
+                                    # updates of one outer step share its lr), then constant
+    anneal_lr: bool = False         # after warmup, decay the learning rate linearly to 0 at outer step `steps`
     weight_decay: float = 0.0
     grad_clip: float = 1.0          # max global gradient norm
     eps_low: float = 0.2            # clip range [1 - eps_low, 1 + eps_high]
@@ -149,6 +150,10 @@ class GRPOTrainer:
 
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None):
         self.config = cfg = config if config is not None else GRPOConfig()
+        if PROMPT_LEN + cfg.max_new_tokens > policy.config.block_size:
+            raise ValueError(f"max_new_tokens must be at most {policy.config.block_size - PROMPT_LEN} for this "
+                             f"model: a {PROMPT_LEN}-token prompt plus max_new_tokens must fit its block_size="
+                             f"{policy.config.block_size}, got max_new_tokens={cfg.max_new_tokens}")
         self.task = task
         self.device = resolve_device(cfg.device)
         self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
@@ -248,7 +253,8 @@ class GRPOTrainer:
 
     def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
               checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
-        """Run ``steps`` outer steps (default ``config.steps``), evaluating every ``eval_every``.
+        """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
+        where the uninterrupted one does), evaluating every ``eval_every``.
 
         ``max_seconds`` stops earlier, once ``train_seconds`` (training wall time, evaluation excluded)
         reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s").
@@ -259,7 +265,7 @@ class GRPOTrainer:
         """
         from tqdm.auto import tqdm
 
-        steps = self.config.steps if steps is None else integer_at_least(steps, "steps", 0)
+        steps = max(self.config.steps - self.step_count, 0) if steps is None else integer_at_least(steps, "steps", 0)
         if checkpoint_every is not None:
             integer_at_least(checkpoint_every, "checkpoint_every", 1)
         if max_seconds is not None:
@@ -291,6 +297,7 @@ class GRPOTrainer:
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "prompt_generator": self.prompt_generator.get_state(),
                 "sample_generator": self.sample_generator.get_state(),
+                "sample_generator_device": self.device.type,
                 "step_count": self.step_count, "train_seconds": self.train_seconds,
                 "metrics": self.metrics, "evals": self.evals}
 
@@ -306,8 +313,14 @@ class GRPOTrainer:
 
     @classmethod
     def load(cls, path: str, device: str | None = None) -> "GRPOTrainer":
-        """Rebuild a trainer from ``save``; continuing it reproduces the uninterrupted run."""
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        """Rebuild a trainer from ``save`` on ``device`` (default: the saved config's), any device.
+
+        On the device type it was saved from, continuing it reproduces the uninterrupted run exactly.
+        CPU and CUDA random generators are different algorithms, so a run moved between them cannot
+        continue the same sampling stream: its sampler is then reseeded from (seed, step) and the
+        continuation is a valid run, not the same one.
+        """
+        state = torch.load(path, map_location="cpu", weights_only=True)
         config = GRPOConfig(**{**state["config"], **({"device": device} if device else {})})
         policy = GPT(GPTConfig(**state["model_config"]))
         policy.load_state_dict(state["policy"])
@@ -316,7 +329,10 @@ class GRPOTrainer:
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.scheduler.load_state_dict(state["scheduler"])
         trainer.prompt_generator.set_state(state["prompt_generator"])
-        trainer.sample_generator.set_state(state["sample_generator"])
+        if state.get("sample_generator_device", "cpu") == trainer.device.type:
+            trainer.sample_generator.set_state(state["sample_generator"])
+        else:
+            trainer.sample_generator.manual_seed(config.seed + 1 + 1_000_003 * state["step_count"])
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
         trainer.metrics, trainer.evals = state["metrics"], state["evals"]
         return trainer

@@ -81,7 +81,9 @@ def draw_grid(fig, grid: dict, baseline: dict) -> None:
 
 
 def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
-    """Sliders for G, epsilon, learning rate, beta and seed, a Train button and a progress bar.
+    """Sliders for G, K (inner steps), epsilon, learning rate, beta and seed, a Train button and a
+    progress bar. With K = 1 every ratio is exactly 1 when the loss is computed, so epsilon acts only
+    from K = 2 on: the K slider is what lets the clip bite.
 
     Each click runs ``steps`` GRPO steps of ``base_config`` (with the sliders' values) from ``policy``
     and draws its accuracy curve over ``baseline`` (the chapter's default run's ``evals``).
@@ -95,6 +97,7 @@ def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
 
     sliders = {
         "group_size": widgets.IntSlider(value=base_config.group_size, min=2, max=16, description="G"),
+        "inner_steps": widgets.IntSlider(value=base_config.inner_steps, min=1, max=8, description="K"),
         "eps_low": widgets.FloatSlider(value=base_config.eps_low, min=0.05, max=0.5, step=0.05, description="epsilon"),
         "lr": widgets.FloatLogSlider(value=base_config.lr, base=10, min=-4, max=-1.5, step=0.25,
                                      description="lr", readout_format=".1e"),
@@ -111,7 +114,8 @@ def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
             out.clear_output(wait=True)
             trainer = GRPOTrainer(policy, task, config).train(progress=True)
             fig = plt.figure(figsize=(6, 3.4))
-            label = f"G={values['group_size']}, eps={values['eps_low']:.2f}, lr={values['lr']:.1e}, " \
+            label = f"G={values['group_size']}, K={values['inner_steps']}, eps={values['eps_low']:.2f}, " \
+                    f"lr={values['lr']:.1e}, " \
                     f"beta={values['beta']:.2f}, seed={values['seed']}"
             draw_run_over_baseline(fig, trainer.evals, baseline, label)
             plt.show()
