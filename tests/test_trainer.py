@@ -8,8 +8,7 @@ import torch
 
 from rl4llm.model import GPT, GPTConfig
 from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
-                            resolve_device)
+from rl4llm.trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, resolve_device
 from rl4llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
                               warm_start)
 
@@ -246,23 +245,6 @@ def test_compare_over_seeds_is_seeded_and_starts_every_run_from_the_same_policy(
     np.testing.assert_array_equal(results["a"], results["b"])
     again = GRPOTrainer(warm.model, TASK, GRPOConfig(**{**base.__dict__, "seed": 1})).train(progress=False)
     assert results["a"][1] == again.evals["accuracy"][-1]
-
-
-def test_noise_floor_is_twice_the_standard_error_of_the_difference():
-    assert noise_floor([0.0, 1.0], [0.0, 1.0]) == pytest.approx(2 * np.sqrt(0.5 / 2 + 0.5 / 2))
-    # Monte Carlo: two identical settings, 5 seeds each, differ by more than the floor with probability
-    # P(|t_8| > 2) = 0.0805 (Student t, 8 degrees of freedom); 4000 repeats, within 4 standard errors
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(0.7, 0.05, size=(2, 4000, 5))
-    exceed = np.mean([abs(x.mean() - y.mean()) > noise_floor(x, y) for x, y in zip(a, b)])
-    assert abs(exceed - 0.0805) < 4 * np.sqrt(0.0805 * (1 - 0.0805) / 4000)
-
-
-@pytest.mark.parametrize("a, b, name", [([0.5], [0.4, 0.3], "a"), ([0.5, 0.6], [[0.4, 0.3]], "b"),
-                                        ([0.5, float("nan")], [0.4, 0.3], "a")])
-def test_noise_floor_bad_inputs(a, b, name):
-    with pytest.raises(ValueError, match=name):
-        noise_floor(a, b)
 
 
 def test_learning_rate_warms_up_then_anneals_to_zero(warm):

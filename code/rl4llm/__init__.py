@@ -20,6 +20,7 @@ from .verifier import EOS_MARKER, addition_reward
 from .estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                          group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
 from .onpolicy import on_policy_loop, on_policy_runs
+from .statistics import noise_floor, standard_error, verdict
 
 # Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 16)
 from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
@@ -38,7 +39,6 @@ from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, 
 # Part IV: GRPO on a tiny transformer (chapter 14) and the bridge to TRL (chapter 15; trl is imported lazily)
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
-from .trainer import (GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, noise_floor,
-                      resolve_device, torch_threads)
+from .trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, resolve_device, torch_threads
 from .warmstart import WarmStart, WarmStartConfig, sft_loss, warm_start
 from .trl_bridge import compare_losses, knob_table, trl_config_kwargs

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ._checks import as_float_array, integer_at_least, positive_real, real_in_range
+from ._checks import integer_at_least, positive_real, real_in_range
 from .grpo import LOSS_TYPES, group_advantages, grpo_loss
 from .model import GPT, GPTConfig, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
@@ -356,16 +356,3 @@ def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settin
                   .train(progress=False).evals["accuracy"][-1] for seed in seeds]
         results[name] = np.array(finals)
     return results
-
-
-def noise_floor(a, b) -> float:
-    """2 sqrt(s_a^2 / n_a + s_b^2 / n_b): twice the standard error of mean(a) - mean(b) (chapter 14).
-
-    ``s`` is the sample standard deviation over seeds. A difference of means smaller than this is
-    within what reseeding alone produces, so it is not evidence that one setting is better.
-    """
-    a, b = (as_float_array(x, name) for x, name in ((a, "a"), (b, "b")))
-    for x, name in ((a, "a"), (b, "b")):
-        if x.ndim != 1 or len(x) < 2:
-            raise ValueError(f"{name} must be a 1-D array of at least 2 per-seed results, got shape {x.shape}")
-    return float(2 * math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))
