@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from rl4llm import gae, group_advantages, softmax
-from rl4llm.statistics import (false_alarm_rate_of_two_se, noise_floor, standard_error, t_quantile, verdict,
-                               welch_dof)
+from rl4llm.statistics import (false_alarm_rate_of_two_se, noise_floor, seeds_needed, standard_error, t_quantile,
+                               verdict, welch_dof)
 from rl4llm.viz.source import FOLDED, show_source, source_without_checks
 
 
@@ -56,3 +56,14 @@ def test_the_floor_calls_noise_a_difference_at_most_5_percent_of_the_time_and_tw
 def test_bad_inputs(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("s, expected", [(0.03, 19), (0.05, 50)])
+def test_seeds_needed_is_the_first_n_whose_floor_clears_the_difference(s, expected):
+    """Chapter 14's exercise: 8 s^2 / 0.02^2 seeds would do with a z of 2; the t quantile adds a few."""
+    n = seeds_needed(s, 0.02)
+    assert n == expected
+    floor = lambda k: t_quantile(0.975, 2 * k - 2) * s * math.sqrt(2 / k)
+    assert floor(n) < 0.02 <= floor(n - 1)
+    with pytest.raises(ValueError, match="difference"):
+        seeds_needed(0.03, 0.0)

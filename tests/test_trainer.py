@@ -8,7 +8,8 @@ import torch
 
 from rl4llm.model import GPT, GPTConfig
 from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, resolve_device
+from rl4llm.evaluation import greedy_accuracy
+from rl4llm.trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, resolve_device
 from rl4llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
                               warm_start)
 
@@ -330,3 +331,27 @@ def test_epsilon_acts_only_from_two_inner_steps_on(warm):
         return run(warm, 3, inner_steps=K, eps_low=eps, lr=1e-2, warmup_steps=0).policy
     assert same_parameters(weights(1, 0.05), weights(1, 0.5))
     assert not same_parameters(weights(3, 0.05), weights(3, 0.5))
+
+
+def test_rollout_then_update_is_one_step_and_records_each_inner_steps_clip(warm):
+    """``step()`` is ``update(rollout())``: the batch holds the informative rows only when flat groups
+    are dropped, its advantages are the group advantages of those rows, and the first of the K inner
+    steps never clips (every ratio is exactly 1 before the first update)."""
+    trainer = run_config(warm, 2, inner_steps=4, drop_zero_variance=True, lr=1e-2, warmup_steps=0)
+    batch = trainer.rollout()
+    assert batch.rewards.shape == (16, 8) and len(batch.rollout.tokens) == 128
+    flat = batch.rewards.amax(dim=1) == batch.rewards.amin(dim=1)
+    assert torch.equal(batch.keep, (~flat).repeat_interleave(8))
+    assert len(batch.tokens) == len(batch.advantages) == int(batch.keep.sum())
+    np.testing.assert_allclose(batch.advantages.view(-1, 8).numpy(),
+                               group_advantages_np(batch.rewards[~flat].numpy()), atol=1e-6)
+    stats = trainer.update(batch)
+    assert len(stats["clip_fraction_per_inner_step"]) == 4 and stats["clip_fraction_per_inner_step"][0] == 0.0
+    assert stats["clip_fraction"] == pytest.approx(np.mean(stats["clip_fraction_per_inner_step"]))
+    trainer.step()
+    assert trainer.step_count == 1 and len(trainer.clip_fraction_per_inner_step) == 1
+
+
+def group_advantages_np(rewards):
+    """Independent route: (r - mean) / (population std + 1e-8), row by row."""
+    return np.stack([(r - r.mean()) / (r.std() + 1e-8) for r in rewards])

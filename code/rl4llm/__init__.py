@@ -39,6 +39,7 @@ from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, 
 # Part IV: GRPO on a tiny transformer (chapter 14) and the bridge to TRL (chapter 15; trl is imported lazily)
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
-from .trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, greedy_accuracy, resolve_device, torch_threads
+from .evaluation import greedy_accuracy
+from .trainer import Batch, GRPOConfig, GRPOTrainer, compare_over_seeds, resolve_device, torch_threads
 from .warmstart import WarmStart, WarmStartConfig, sft_loss, warm_start
 from .trl_bridge import compare_losses, knob_table, trl_config_kwargs

@@ -112,3 +112,14 @@ def false_alarm_rate_of_two_se(n: int) -> float:
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise ValueError(f"n must be an integer >= 2 seeds per setting, got {n!r}")
     return float(2.0 * (1.0 - _t_cdf(2.0, 2 * n - 2)))
+
+
+def seeds_needed(s: float, difference: float, *, level: float = 0.05) -> int:
+    """Smallest n seeds per setting whose noise floor t_{1 - level/2, 2n - 2} s sqrt(2 / n) is below
+    ``difference``, for two settings with the same spread ``s`` over seeds (chapter 14)."""
+    s = real_in_range(s, "s", 0.0, math.inf, low_open=True, high_open=True)
+    difference = real_in_range(difference, "difference", 0.0, math.inf, low_open=True, high_open=True)
+    n = 2
+    while t_quantile(1.0 - level / 2.0, 2 * n - 2) * s * math.sqrt(2.0 / n) >= difference:
+        n += 1
+    return n

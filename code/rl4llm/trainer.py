@@ -1,19 +1,23 @@
 """The GRPO trainer of chapter 14: the text's loop, for real, on the tiny GPT.
 
-One outer step, top to bottom in :meth:`GRPOTrainer.step` (the chapter maps each line of the
-text's pseudocode to the lines here):
+One outer step (:meth:`GRPOTrainer.step`) is the text's loop body in two halves, each a method the
+chapter shows beside the pseudocode:
 
-1. pick ``prompts_per_step`` training prompts;
-2. freeze pi_old and sample G completions of each (:func:`rl4llm.model.sample`, no gradient): the
-   sampler records log pi_old of every drawn token, which is all GRPO needs of pi_old;
-3. score them with the verifier (:meth:`rl4llm.tasks.AdditionTask.rewards`);
-4. group advantages A_i = (r_i - mean) / (std + eps) (:func:`rl4llm.grpo.group_advantages`);
-5. K inner steps of AdamW on :func:`rl4llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
-   to the frozen warm start), each with gradient clipping.
+:meth:`GRPOTrainer.rollout` -> :class:`Batch`
+    1. pick ``prompts_per_step`` training prompts;
+    2. freeze pi_old and sample G completions of each (:func:`rl4llm.model.sample`, no gradient):
+       the sampler records log pi_old of every drawn token, which is all GRPO needs of pi_old;
+    3. score them with the verifier (:meth:`rl4llm.tasks.AdditionTask.rewards`);
+    4. group advantages A_i = (r_i - mean) / (std + eps) (:func:`rl4llm.grpo.group_advantages`),
+       and optionally drop the flat groups (all rewards equal: zero advantage, nothing to learn).
+:meth:`GRPOTrainer.update` -> stats
+    5. K inner steps of AdamW on :func:`rl4llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
+       to the frozen warm start), each with gradient clipping.
 
 Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. The trainer is seeded and
-deterministic on CPU, logs the diagnostics practitioners watch, and saves checkpoints from which a
-resumed run reproduces the uninterrupted one exactly.
+deterministic on a given CPU, logs the diagnostics practitioners watch, and saves checkpoints from
+which a resumed run reproduces the uninterrupted one exactly. Held-out evaluation lives in
+:mod:`rl4llm.evaluation`.
 """
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ import torch
 
 from ._checks import integer_at_least, positive_real, real_in_range
 from .grpo import LOSS_TYPES, group_advantages, grpo_loss
-from .model import GPT, GPTConfig, completion_logprobs, sample
+from .evaluation import greedy_accuracy
+from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
 
 
@@ -111,25 +116,33 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-@torch.no_grad()
-def greedy_accuracy(model: GPT, task: AdditionTask, pairs=None, *, return_completions: bool = False):
-    """Share of ``pairs`` (default: the held-out split) whose greedy completion the verifier accepts.
+@dataclass
+class Batch:
+    """What one rollout hands to the update (chapter 14): the sampled batch, scored, with advantages.
 
-    With ``return_completions=True`` also returns the decoded completions (chapter 14's samples).
+    ``rollout`` holds every sampled completion; ``rewards`` (N, G) their verifier scores. ``keep`` marks
+    the rows the loss sees (all, or only the informative groups' when flat groups are dropped);
+    ``advantages`` are those rows' advantages, and ``ref_logp`` their log-probs under the frozen
+    reference (None when neither ``beta`` nor ``log_kl`` needs it).
     """
-    device = next(model.parameters()).device
-    if pairs is None:
-        pairs, prompts = task.eval_pairs, torch.as_tensor(task.eval_prompt_ids, device=device)
-    else:
-        pairs = np.asarray(pairs)
-        prompts = torch.as_tensor(task.prompt_ids(pairs), device=device)
-    rollout = sample(model, prompts, max_new_tokens=MAX_COMPLETION_LEN, eos_id=task.tokenizer.eos_id,
-                     pad_id=task.tokenizer.pad_id, temperature=0.0)
-    completions = rollout.completions.cpu().numpy()
-    accuracy = float(task.rewards(pairs, completions).mean())
-    if return_completions:
-        return accuracy, [task.tokenizer.decode(c) for c in completions]
-    return accuracy
+    rollout: Rollout
+    rewards: torch.Tensor
+    informative: torch.Tensor
+    keep: torch.Tensor
+    advantages: torch.Tensor
+    ref_logp: torch.Tensor | None
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        return self.rollout.tokens[self.keep]
+
+    @property
+    def old_logp(self) -> torch.Tensor:
+        return self.rollout.logp[self.keep]
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.rollout.mask[self.keep]
 
 
 class GRPOTrainer:
@@ -138,7 +151,7 @@ class GRPOTrainer:
     ``metrics`` holds one value per outer step for each of: ``step``, ``reward`` (mean sampled
     reward), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3 KL
     to the warm start on the loss batch; NaN when not measured), ``clip_fraction`` (mean over the K
-    inner steps),
+    inner steps; each step's K values are in ``clip_fraction_per_inner_step``),
     ``ratio``, ``completion_length``, ``zero_variance_share``, ``loss``, ``grad_norm``, ``tokens``
     (sampled tokens) and ``seconds`` (wall time of the step). ``evals`` holds ``step``,
     ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
@@ -167,6 +180,7 @@ class GRPOTrainer:
         self.step_count = 0
         self.train_seconds = 0.0
         self.metrics = {k: [] for k in self.METRICS}
+        self.clip_fraction_per_inner_step: list[list[float]] = []     # one list of K values per outer step
         self.evals = {"step": [], "accuracy": [], "train_seconds": []}
 
     def _lr_factor(self, updates: int) -> float:
@@ -183,67 +197,85 @@ class GRPOTrainer:
             self.evals[key].append(value)
         return accuracy
 
-    def step(self) -> dict:
-        """One outer GRPO step: the text's loop body. Returns its metrics."""
+    def rollout(self) -> Batch:
+        """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages."""
         cfg, task, tok = self.config, self.task, self.task.tokenizer
-        start = time.perf_counter()
         G = cfg.group_size
-        # 1. a batch of prompts
-        chosen = torch.randint(len(task.train_pairs), (cfg.prompts_per_step,), generator=self.prompt_generator)
-        # 2. pi_old = freeze(pi_theta); ys = G samples per prompt (log pi_old recorded as they are drawn)
-        try:
-            rollout = sample(self.policy, self.train_prompts[chosen.to(self.device)], group_size=G,
+        chosen = torch.randint(len(task.train_pairs), (cfg.prompts_per_step,),
+                               generator=self.prompt_generator)
+        prompts = self.train_prompts[chosen.to(self.device)]
+        try:    # pi_old = freeze(pi_theta): no gradients; the sampler records log pi_old
+            rollout = sample(self.policy, prompts, group_size=G,
                              max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                             eos_id=tok.eos_id, pad_id=tok.pad_id, generator=self.sample_generator)
+                             eos_id=tok.eos_id, pad_id=tok.pad_id,
+                             generator=self.sample_generator)
         except FloatingPointError as err:
-            raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; training stopped") from err
-        # 3. rewards from the verifier
+            raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; "
+                                     f"training stopped") from err
         pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)
-        rewards = torch.as_tensor(task.rewards(pairs, rollout.completions.cpu().numpy()),
-                                  dtype=torch.float32, device=self.device).view(-1, G)
-        # 4. group-relative advantages, one per completion
+        scores = task.rewards(pairs, rollout.completions.cpu().numpy())
+        rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device)
+        rewards = rewards.view(-1, G)
         advantages = group_advantages(rewards, scale=cfg.scale_rewards).view(-1)
         informative = (rewards.amax(dim=1) > rewards.amin(dim=1)).repeat_interleave(G)
         keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
-        tokens, old_logp, mask = rollout.tokens[keep], rollout.logp[keep], rollout.mask[keep]
-        advantages = advantages[keep]
         ref_logp = None
-        if (cfg.beta > 0 or cfg.log_kl) and len(tokens):
+        if (cfg.beta > 0 or cfg.log_kl) and bool(keep.any()):
             with torch.no_grad():
-                ref_logp, _ = completion_logprobs(self.reference, tokens, rollout.prompt_len, cfg.temperature, G)
-        # 5. K clipped steps on the same batch
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep],
+                                                  rollout.prompt_len, cfg.temperature, G)
+        return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp)
+
+    def update(self, batch: Batch) -> dict:
+        """Step 5: K clipped inner steps on the same batch. Returns the diagnostics."""
+        cfg = self.config
+        tokens, old_logp, mask = batch.tokens, batch.old_logp, batch.mask
+        if not len(tokens):     # every group was flat and dropped: nothing to learn from
+            stats = ("loss", "grad_norm", "clip_fraction", "ratio", "entropy", "kl")
+            return {key: math.nan for key in stats} | {"clip_fraction_per_inner_step": []}
         inner = []
-        for k in range(cfg.inner_steps if len(tokens) else 0):
-            logp, entropy = completion_logprobs(self.policy, tokens, rollout.prompt_len, cfg.temperature, G)
-            loss, stats = grpo_loss(logp, old_logp, advantages, mask, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                                    beta=cfg.beta, ref_logp=ref_logp, loss_type=cfg.loss_type,
+        for k in range(cfg.inner_steps):
+            logp, entropy = completion_logprobs(self.policy, tokens,
+                                                batch.rollout.prompt_len, cfg.temperature,
+                                                cfg.group_size)
+            loss, stats = grpo_loss(logp, old_logp, batch.advantages, mask,
+                                    eps_low=cfg.eps_low, eps_high=cfg.eps_high,
+                                    beta=cfg.beta, ref_logp=batch.ref_logp,
+                                    loss_type=cfg.loss_type,
                                     max_completion_length=cfg.max_new_tokens)
             self._check_finite(loss, "loss", k)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+            params = self.policy.parameters()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             self._check_finite(grad_norm, "gradient norm", k)
             self.optimizer.step()
             if k == 0:
-                first_entropy = float((entropy * mask).sum() / mask.sum())
-                first_kl = stats["mean_kl"] if ref_logp is not None else math.nan
-            inner.append((float(loss.detach()), float(grad_norm), stats["clip_fraction"], stats["mean_ratio"]))
-        if inner:
-            self.scheduler.step()
+                first = {"entropy": float((entropy * mask).sum() / mask.sum()),
+                         "kl": stats["mean_kl"] if batch.ref_logp is not None else math.nan}
+            inner.append((float(loss.detach()), float(grad_norm), stats["clip_fraction"],
+                          stats["mean_ratio"]))
+        self.scheduler.step()
+        loss, grad_norm, clip, ratio = (float(np.mean(v)) for v in zip(*inner))
+        return {"loss": loss, "grad_norm": grad_norm, "clip_fraction": clip, "ratio": ratio,
+                **first, "clip_fraction_per_inner_step": [c for _, _, c, _ in inner]}
+
+    def step(self) -> dict:
+        """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
+        start = time.perf_counter()
+        batch = self.rollout()
+        stats = self.update(batch)
         self.step_count += 1
         elapsed = time.perf_counter() - start
         self.train_seconds += elapsed
-        if inner:
-            loss, grad_norm, clip, ratio = (float(np.mean(v)) for v in zip(*inner))
-        else:   # every group was dropped: nothing to learn from this batch
-            loss = grad_norm = clip = ratio = first_entropy = first_kl = math.nan
-        row = {"step": self.step_count, "reward": float(rewards.mean()), "entropy": first_entropy,
-               "kl": first_kl, "clip_fraction": clip, "ratio": ratio,
-               "completion_length": float(rollout.mask.sum(dim=1).mean()),
-               "zero_variance_share": float(1.0 - informative.float().mean()), "loss": loss,
-               "grad_norm": grad_norm, "tokens": int(rollout.mask.sum()), "seconds": elapsed}
+        row = {"step": self.step_count, "reward": float(batch.rewards.mean()), "entropy": stats["entropy"],
+               "kl": stats["kl"], "clip_fraction": stats["clip_fraction"], "ratio": stats["ratio"],
+               "completion_length": float(batch.rollout.mask.sum(dim=1).mean()),
+               "zero_variance_share": float(1.0 - batch.informative.float().mean()), "loss": stats["loss"],
+               "grad_norm": stats["grad_norm"], "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed}
         for key, value in row.items():
             self.metrics[key].append(value)
+        self.clip_fraction_per_inner_step.append(stats["clip_fraction_per_inner_step"])
         return row
 
     def _check_finite(self, value: torch.Tensor, quantity: str, inner_step: int) -> None:
@@ -299,7 +331,8 @@ class GRPOTrainer:
                 "sample_generator": self.sample_generator.get_state(),
                 "sample_generator_device": self.device.type,
                 "step_count": self.step_count, "train_seconds": self.train_seconds,
-                "metrics": self.metrics, "evals": self.evals}
+                "metrics": self.metrics, "evals": self.evals,
+                "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step}
 
     def save(self, path: str) -> None:
         """Write a checkpoint atomically; refuses (FloatingPointError) if any weight is NaN or inf."""
@@ -335,6 +368,7 @@ class GRPOTrainer:
             trainer.sample_generator.manual_seed(config.seed + 1 + 1_000_003 * state["step_count"])
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
         trainer.metrics, trainer.evals = state["metrics"], state["evals"]
+        trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]
         return trainer
 
 

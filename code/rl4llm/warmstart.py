@@ -30,11 +30,13 @@ import torch
 from . import model as _model
 from . import tasks as _tasks
 from . import trainer as _trainer
+from . import evaluation as _evaluation
 from . import verifier as _verifier
 from ._checks import integer_at_least, positive_real, real_in_range
 from .model import GPT, GPTConfig
 from .tasks import AdditionTask
-from .trainer import greedy_accuracy, torch_threads
+from .evaluation import greedy_accuracy
+from .trainer import torch_threads
 
 #: The chapter's warm start, shipped with the library, and the SHA-256 of that file.
 SHIPPED_CHECKPOINT = Path(__file__).parent / "data" / "warmstart.pt"
@@ -55,7 +57,7 @@ class WarmStartConfig:
     eval_from: float = 0.15   # training batch's teacher-forced exact match reaches eval_from
     target_low: float = 0.25
     target_high: float = 0.35
-    num_threads: int = 1      # fixed, so the result is the same on every machine (see trainer.torch_threads)
+    num_threads: int = 1      # fixed, so the result does not depend on the core count (trainer.torch_threads)
 
     def __post_init__(self):
         if isinstance(self.model, dict):
@@ -137,7 +139,7 @@ def cache_key(config: WarmStartConfig) -> str:
     capability torch dispatches to (``ATEN_CPU_CAPABILITY``), and the source of the modules that
     train and evaluate it."""
     code = hashlib.sha256()
-    for module in (_model, _tasks, _trainer, _verifier):
+    for module in (_evaluation, _model, _tasks, _trainer, _verifier):
         code.update(Path(module.__file__).read_bytes())
     code.update(Path(__file__).read_bytes())
     key = {"config": asdict(config), "torch": str(torch.__version__),

@@ -104,6 +104,8 @@ def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
         "beta": widgets.FloatSlider(value=base_config.beta, min=0.0, max=0.5, step=0.05, description="beta"),
         "seed": widgets.IntSlider(value=0, min=0, max=9, description="seed"),
     }
+    for slider in sliders.values():      # nothing recomputes on a move: training starts on Train
+        slider.continuous_update = False
     button = widgets.Button(description="Train", button_style="primary")
     out = widgets.Output()
 
