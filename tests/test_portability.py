@@ -49,3 +49,4 @@ def test_print_claims(capsys):
     assert capsys.readouterr().out == "one is one: True\ntwo is three: False\n"
     with pytest.raises(ValueError, match="claims"):
         print_claims({"": True})
+

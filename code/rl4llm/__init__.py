@@ -5,7 +5,13 @@ chapters in ``book/``. Each function's docstring names the chapter that derives 
 follow the book's order: toy and distributions (Part I) <- gradients <- estimators and the
 on-policy loop (Part II) <- reuse and credit <- grpo and the toy GRPO loop (Part III) <- the tiny
 transformer's task, model, warm start and trainer (Part IV).
+
+Only the numpy modules load with the package: the names that need PyTorch (GRPO's loss, the toy GRPO
+loop, the summary's methods, the tiny GPT, its trainer, warm start and the TRL bridge) load their
+module on first use, so chapters 1-12 never pay for importing torch, and ``pip install rl4llm``
+without the ``torch`` extra is enough for them.
 """
+import importlib
 # Part I: from softmax to SFT (chapters 1-5)
 from .toy import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB
 from .distributions import (cross_entropy, decode_probs, entropy, kl_divergence, log_softmax, onehot,
@@ -29,17 +35,32 @@ from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, 
                     importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
                     importance_weighted_variance, policy_kl, ppo_inner_steps, trust_region_step, with_correct_mass)
 from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
-from .grpo import group_advantages, grpo_loss
-from .toy_grpo import (aggregation_weights, entropy_gradient, forward_kl_gradient, grpo_slider_run, grpo_toy_run,
-                       k3_loss_gradient, reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
-                       two_step_inner_steps)
-from .methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce, run_reinforce_baseline, run_sft,
-                      run_trpo)
-
-# Part IV: GRPO on a tiny transformer (chapter 14) and the bridge to TRL (chapter 15; trl is imported lazily)
+# Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
-from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample, to_gpt2
-from .evaluation import greedy_accuracy
-from .trainer import Batch, GRPOConfig, GRPOTrainer, compare_over_seeds, resolve_device, torch_threads
-from .warmstart import WarmStart, WarmStartConfig, sft_loss, warm_start
-from .trl_bridge import compare_losses, knob_table, trl_config_kwargs
+
+_LAZY = {
+    "grpo": ("group_advantages", "grpo_loss"),
+    "toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
+                 "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
+                 "two_step_inner_steps"),
+    "methods": ("METHODS", "method_curves", "run_grpo", "run_ppo", "run_reinforce", "run_reinforce_baseline",
+                "run_sft", "run_trpo"),
+    "model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
+    "evaluation": ("greedy_accuracy",),
+    "trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
+    "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
+    "trl_bridge": ("compare_losses", "knob_table", "trl_config_kwargs"),
+}
+_LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rl4llm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_NAMES))

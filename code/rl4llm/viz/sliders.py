@@ -9,6 +9,8 @@ A chapter writes one pure function in the library that computes the numbers, and
 """
 from __future__ import annotations
 
+import re
+from html import escape
 from typing import Callable, Iterable, Mapping, Sequence
 
 import ipywidgets as widgets
@@ -48,5 +50,35 @@ def twin(draw: Draw, frames: Sequence[Mapping], figsize=None, interval_ms: int =
 
     animation = FuncAnimation(fig, update, frames=len(frames), interval=interval_ms)
     html = animation.to_jshtml(default_mode="loop")
+    update(0)
+    title = _figure_title(fig)
     plt.close(fig)
-    return HTML(html)
+    return HTML(_accessible(html, frames, title))
+
+
+def _figure_title(fig) -> str:
+    """The figure's title (suptitle, else the first axes' title): what the figure says."""
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        return fig._suptitle.get_text()
+    return next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+
+
+def _describe(frames: Sequence[Mapping]) -> tuple[str, str]:
+    """(names of the parameters that change across frames, their first and last values)."""
+    moving = [k for k in frames[0] if any(f[k] != frames[0][k] for f in frames)] or list(frames[0])
+    names = ", ".join(moving)
+    ends = [", ".join(f"{k} = {f[k]:.3g}" if isinstance(f[k], float) else f"{k} = {f[k]}" for k in moving)
+            for f in (frames[0], frames[-1])]
+    return names, f"from {ends[0]} to {ends[1]}"
+
+
+def _accessible(html: str, frames: Sequence[Mapping], title: str) -> str:
+    """Alt text on the animation's image and a label on its frame slider (screen readers, axe); no
+    icon stylesheet from a CDN (offline readers; the book's theme already has the icons)."""
+    names, span = _describe(frames)
+    alt = f"Animated figure, {len(frames)} frames as {names} moves {span}. {title}".strip()
+    label = f"Frame: choose {names} ({len(frames)} settings)"
+    html = re.sub(r'<link rel="stylesheet"[^>]*font-awesome[^>]*>', "", html)   # the book's theme has the icons
+    html = re.sub(r'<img id="(_anim_img\w+)">', lambda m: f'<img id="{m.group(1)}" alt="{escape(alt)}">', html)
+    return re.sub(r'<input id="(_anim_slider\w+)" type="range"',
+                  lambda m: f'<input id="{m.group(1)}" type="range" aria-label="{escape(label)}"', html)

@@ -1,0 +1,249 @@
+"""The built book as readers meet it, in a real browser: Debian's chromium driven by Playwright.
+
+The site (built once per session by ``built_book``) is served on 127.0.0.1 and every page is opened
+with the network blocked except for that server, as a reader offline would see it, on a desktop
+(1280 px) and a phone (390 px). For every page: no JavaScript error; math typeset (MathJax comes
+from npm, not a CDN); a plain-text title; every scrubber moves its frame (by mouse and keyboard);
+every image has alt text; no control that does nothing (no saved ipywidgets); the launch buttons
+point at the repository of ``_config.yml``; axe-core reports no serious or critical violation in
+the article; nothing widens the page on a phone; the page weighs under 1.5 MB gzipped. Internal
+links and anchors resolve. Screenshots of three chapters at both widths land in ``_build/screenshots``.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import http.server
+import re
+import shutil
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHAPTERS = ["intro"] + sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+SCREENSHOTS = ["01_distribution", "06_monte_carlo", "14_tiny_transformer"]
+MAX_GZIPPED_BYTES = 1.5e6
+
+
+def repository() -> str:
+    """owner/name from ``repository.url`` in _config.yml (the one place it lives)."""
+    url = re.search(r"^\s*url:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.M).group(1)
+    return "/".join(urlparse(url).path.strip("/").split("/")[:2])
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """The built site served on 127.0.0.1 (a free port) for the module's tests."""
+    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install chromium (.ci/run does)"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+def visit(browser, site: str, built_book: Path, chapter: str, width: int) -> dict:
+    """Open one page offline at ``width`` px and collect every fact the tests check."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    blocked, errors, fetched = [], [], []
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site)
+                  else (blocked.append(route.request.url), route.abort()))
+    page = context.new_page()
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error"
+            and "net::ERR_FAILED" not in msg.text else None)
+    page.on("response", lambda r: fetched.append(r.url))
+    page.goto(f"{site}book/{chapter}.html", wait_until="load")
+    page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise"
+                           " .then(() => true)", timeout=30_000)
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    facts = page.evaluate(_FACTS_JS)
+    facts["scrubbers_move"] = _scrub(page) if width == 1280 else []
+    if width == 1280:
+        page.add_script_tag(path=str(AXE))
+        facts["axe"] = page.evaluate(_AXE_JS)
+    facts.update(errors=errors, blocked=blocked, gzipped=_gzipped_weight(fetched, site, built_book))
+    if chapter in SCREENSHOTS:
+        shots = ROOT / "_build" / "screenshots"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / f"{chapter}-{width}.png"), full_page=False)
+    context.close()
+    return facts
+
+
+_FACTS_JS = """() => {
+  const article = document.querySelector('main article') || document.querySelector('main');
+  const inArticle = sel => Array.from(article.querySelectorAll(sel));
+  const math = inArticle('.math');
+  return {
+    title: document.title,
+    raw_math: math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80)),
+    math_count: math.length,
+    images_without_alt: inArticle('img').filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(-60)),
+    controls_outside_scrubbers: inArticle('input, select, textarea, button')
+      .filter(c => !c.closest('.animation')).map(c => c.outerHTML.slice(0, 80)),
+    widget_scripts: document.querySelectorAll('script[type^="application/vnd.jupyter.widget"]').length,
+    widget_manager: Array.from(document.scripts).filter(s => /html-manager|embed-amd/.test(s.src)).length,
+    launch_links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href)
+      .filter(h => /mybinder\\.org|colab\\.research\\.google\\.com/.test(h)),
+    page_overflow: document.documentElement.scrollWidth - window.innerWidth,
+    scrubbers_too_wide: Array.from(document.querySelectorAll('.animation')).filter(a => {
+      const column = a.closest('.cell_output') || article;
+      return a.getBoundingClientRect().right > column.getBoundingClientRect().right + 1;
+    }).length,
+  };
+}"""
+
+_AXE_JS = """async () => {
+  const article = document.querySelector('main article') || document.querySelector('main');
+  const result = await axe.run(article, {resultTypes: ['violations']});
+  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].html.slice(0, 100)}`);
+}"""
+
+
+def _scrub(page) -> list[bool]:
+    """For each scrubber: pause it, move its slider to the first and last frame (mouse) and one step
+    with the arrow key (keyboard); True if the image changed both times."""
+    moved = []
+    for animation in page.query_selector_all(".animation"):
+        pause = animation.query_selector('button[title="Pause"]')
+        if pause:
+            pause.click()
+        slider, image = animation.query_selector("input.anim-slider"), animation.query_selector("img")
+        last = slider.get_attribute("max")
+        slider.evaluate("(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", "0")
+        first_src = image.get_attribute("src")
+        slider.evaluate("(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", last)
+        by_mouse = image.get_attribute("src") != first_src
+        slider.evaluate("(s) => { s.value = 0; s.dispatchEvent(new Event('input')); }")
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        by_keyboard = image.get_attribute("src") != first_src
+        moved.append(by_mouse and by_keyboard)
+    return moved
+
+
+def _gzipped_weight(urls: list[str], site: str, built_book: Path) -> int:
+    """Gzipped bytes of every same-origin file the page fetched."""
+    total = 0
+    for url in set(urls):
+        if url.startswith(site):
+            path = built_book / unquote(urlparse(url).path.lstrip("/"))
+            if path.is_file():
+                total += len(gzip.compress(path.read_bytes()))
+    return total
+
+
+@pytest.fixture(scope="module")
+def desktop(browser, site, built_book) -> dict:
+    return {c: visit(browser, site, built_book, c, 1280) for c in CHAPTERS}
+
+
+@pytest.fixture(scope="module")
+def phone(browser, site, built_book) -> dict:
+    return {c: visit(browser, site, built_book, c, 390) for c in CHAPTERS}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_page_offline_has_no_errors_typeset_math_and_a_plain_title(desktop, chapter):
+    facts = desktop[chapter]
+    assert not facts["errors"], facts["errors"]
+    assert not facts["raw_math"], f"{len(facts['raw_math'])} of {facts['math_count']} math spans untypeset"
+    assert "\\(" not in facts["title"] and "$" not in facts["title"], facts["title"]
+    assert facts["gzipped"] < MAX_GZIPPED_BYTES, f"{facts['gzipped'] / 1e6:.2f} MB gzipped"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_dead_control_and_every_scrubber_moves(desktop, chapter):
+    facts = desktop[chapter]
+    assert facts["widget_scripts"] == 0 and facts["widget_manager"] == 0, "saved ipywidgets in the page"
+    assert not facts["controls_outside_scrubbers"], facts["controls_outside_scrubbers"]
+    assert all(facts["scrubbers_move"]), f"scrubbers that did not move: {facts['scrubbers_move']}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_accessible_images_and_article(desktop, chapter):
+    facts = desktop[chapter]
+    assert not facts["images_without_alt"], facts["images_without_alt"]
+    assert not facts["axe"], "\n".join(facts["axe"])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_launch_buttons_point_at_the_configured_repository(desktop, chapter):
+    links = desktop[chapter]["launch_links"]
+    if chapter == "intro":          # a Markdown page has no notebook to launch
+        return
+    assert links, "no Binder or Colab launch link"
+    assert all(repository() in link for link in links), links
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_phone_width_nothing_widens_the_page(phone, chapter):
+    facts = phone[chapter]
+    assert facts["page_overflow"] <= 1, f"the page scrolls sideways by {facts['page_overflow']} px"
+    assert facts["scrubbers_too_wide"] == 0
+
+
+def test_screenshots_were_saved(desktop, phone):
+    for chapter in SCREENSHOTS:
+        for width in (1280, 390):
+            assert (ROOT / "_build" / "screenshots" / f"{chapter}-{width}.png").stat().st_size > 10_000
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def test_internal_links_and_anchors_resolve(built_book):
+    parsed = {}
+
+    def parse(path: Path) -> _Links:
+        if path not in parsed:
+            parsed[path] = _Links()
+            parsed[path].feed(path.read_text(encoding="utf-8"))
+        return parsed[path]
+
+    broken = []
+    for page in [built_book / "book" / f"{c}.html" for c in CHAPTERS]:
+        for href in parse(page).hrefs:
+            if urlparse(href).scheme or href.startswith(("mailto:", "javascript:")):
+                continue
+            target, fragment = urldefrag(urljoin(page.as_uri(), href))
+            path = Path(unquote(urlparse(target).path))
+            if not path.exists():
+                broken.append(f"{page.name}: {href}")
+            elif fragment and path.suffix == ".html" and unquote(fragment) not in parse(path).ids:
+                broken.append(f"{page.name}: {href} (no such anchor)")
+    assert not broken, broken

@@ -1,0 +1,16 @@
+"""How the library is installed and imported (Binder, Colab, a fresh venv)."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_importing_the_library_for_chapters_1_to_12_does_not_import_torch():
+    """The package root loads its torch modules on first use: the numpy chapters never pay for torch."""
+    code = ("import sys, rl4llm, rl4llm.viz, rl4llm.viz.part1, rl4llm.viz.part2, rl4llm.viz.part3, "
+            "rl4llm.viz.source, rl4llm.statistics, rl4llm.tasks; from rl4llm import softmax, gae, clipped_objective; "
+            "assert 'torch' not in sys.modules, 'torch was imported'; "
+            "from rl4llm import grpo_loss, GPT; assert 'torch' in sys.modules; print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
