@@ -15,7 +15,7 @@ import numpy as np
 from rl4llm import LOGITS, REWARDS, estimator_variance
 from rl4llm.estimators import jhat_study, variance_curve
 from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
-from rl4llm.viz.part2 import BASELINE_GRID, REFERENCE_RUNS, SEED_RUN, noise_floor
+from rl4llm.viz.part2 import BASELINE_GRID, REFERENCE_RUNS, SEED_RUN, reference_spread
 from slider_timing import report
 
 
@@ -24,7 +24,7 @@ def ch6_G(G):
 
 
 def ch6_seeds(n_seeds):
-    noise_floor(1)          # computed once, then cached (the first call is timed separately below)
+    reference_spread(1)     # computed once, then cached (the first call is timed separately below)
     return seed_study(n_seeds, **SEED_RUN)
 
 
@@ -55,6 +55,6 @@ SLIDERS = {
 
 if __name__ == "__main__":
     start = time.perf_counter()
-    noise_floor(1)
-    report(SLIDERS, note=f"ch6 noise floor ({REFERENCE_RUNS} runs, once per notebook, cached): "
+    reference_spread(1)
+    report(SLIDERS, note=f"ch6 reference spread sigma ({REFERENCE_RUNS} runs, once per notebook, cached): "
                          f"{1e3 * (time.perf_counter() - start):.1f} ms")

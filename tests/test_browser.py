@@ -102,8 +102,10 @@ _FACTS_JS = """() => {
     raw_math: math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80)),
     math_count: math.length,
     images_without_alt: inArticle('img').filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(-60)),
+    // live without a kernel: scrubbers, copy-to-clipboard buttons, dropdown toggles
     controls_outside_scrubbers: inArticle('input, select, textarea, button')
-      .filter(c => !c.closest('.animation')).map(c => c.outerHTML.slice(0, 80)),
+      .filter(c => !c.closest('.animation') && !c.matches('.copybtn, .toggle-button'))
+      .map(c => c.outerHTML.slice(0, 80)),
     widget_scripts: document.querySelectorAll('script[type^="application/vnd.jupyter.widget"]').length,
     widget_manager: Array.from(document.scripts).filter(s => /html-manager|embed-amd/.test(s.src)).length,
     launch_links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href)

@@ -9,10 +9,12 @@ import pytest
 
 from rl4llm import (CORRECT, LOGITS, REWARDS, expected_reward, policy_gradient, score, softmax)
 from rl4llm.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
-                               gradient_by_enumeration, gradient_by_finite_differences, gradient_samples, group_count_law, group_mean_baseline_gradient,
-                               inverse_cdf, jhat_distribution, jhat_samples, jhat_study,
-                               optimal_baseline, sample_groups, spread_of_means, variance_curve,
-                               zero_signal_probability)
+                               gradient_by_enumeration, gradient_by_finite_differences,
+                               gradient_from_advantages, gradient_samples, group_count_law,
+                               group_estimator_moments, group_mean_baseline_gradient, inverse_cdf,
+                               jhat_distribution, jhat_samples, jhat_study, leave_one_out_gradient,
+                               optimal_baseline, sample_groups, spread_of_means, std_and_standard_error,
+                               total_variance_and_standard_error, variance_curve, zero_signal_probability)
 
 PI = softmax(LOGITS)
 
@@ -393,3 +395,136 @@ def test_gradient_samples_rejects_bad_inputs():
         gradient_samples(LOGITS, REWARDS, 0, 0)
     with pytest.raises(ValueError, match="seed"):
         gradient_samples(LOGITS, REWARDS, 10, -1)
+
+
+# ----------------------------------------------------------------------------- uncertainty of Monte Carlo numbers
+def test_std_and_standard_error_is_the_sample_std_and_its_delta_method_error():
+    values = np.random.default_rng(0).normal(size=50_000)
+    s, se = std_and_standard_error(values)
+    assert s == pytest.approx(values.std(ddof=1), rel=1e-12)
+    assert se == pytest.approx(s / math.sqrt(2 * values.size), rel=0.03)     # normal data: s / sqrt(2n)
+
+
+@pytest.mark.parametrize("n", [200, 1000])
+def test_std_standard_error_matches_the_spread_of_repeated_estimates(n):
+    """Independent route: redraw n values 4000 times; the std of the 4000 s is what se estimates.
+
+    Bernoulli(0.2) values (chapter 6's J-hat at G = 1) and skewed gamma values."""
+    rng = np.random.default_rng(n)
+    for draws in ((rng.random((4000, n)) < 0.2).astype(float), rng.gamma(2.0, size=(4000, n))):
+        spread = draws.std(axis=1, ddof=1).std()
+        reported = np.mean([std_and_standard_error(d)[1] for d in draws[:1000]])
+        assert reported == pytest.approx(spread, rel=0.1)
+
+
+def test_std_and_standard_error_rejects_bad_values():
+    for bad in ([1.0], [[1.0, 2.0]], [2.0, 2.0, 2.0], [1.0, np.nan]):
+        with pytest.raises(ValueError, match="values"):
+            std_and_standard_error(bad)
+
+
+def test_total_variance_and_standard_error_against_exact_enumeration():
+    for rewards, b in ((REWARDS, 0.0), (REWARDS + 10, 0.0), (REWARDS, 0.2)):
+        samples = gradient_samples(LOGITS, rewards, 100_000, seed=4, baseline=b)
+        v, se = total_variance_and_standard_error(samples)
+        assert v == pytest.approx(samples.var(axis=0, ddof=1).sum(), rel=1e-10)
+        # the exact standard error: the std of |X - grad J|^2 over the five answers, over sqrt(n)
+        x = (rewards - b)[:, None] * (np.eye(5) - PI)
+        d2 = ((x - policy_gradient(LOGITS, rewards)) ** 2).sum(axis=1)
+        exact_se = math.sqrt(PI @ d2 ** 2 - (PI @ d2) ** 2) / math.sqrt(samples.shape[0])
+        assert se == pytest.approx(exact_se, rel=0.02)
+        assert abs(v - estimator_variance(LOGITS, rewards, b)) < 4 * se
+
+
+def test_total_variance_and_standard_error_rejects_bad_samples():
+    for bad in (np.ones(5), np.ones((1, 5)), np.full((3, 2), np.inf)):
+        with pytest.raises(ValueError, match="samples"):
+            total_variance_and_standard_error(bad)
+
+
+# ----------------------------------------------------------------------------- leave one out
+def _leave_one_out_by_loop(logits, group, rewards):
+    r = [rewards[y] for y in group]
+    G = len(group)
+    terms = []
+    for i, y in enumerate(group):
+        others = [r[j] for j in range(G) if j != i]
+        terms.append((r[i] - sum(others) / (G - 1)) * score(logits, y))
+    return np.mean(terms, axis=0)
+
+
+def test_leave_one_out_gradient_matches_a_plain_loop_and_is_g_over_g_minus_1_times_the_group_mean():
+    groups = sample_groups(PI, 6, 30, np.random.default_rng(2))
+    vectorised = leave_one_out_gradient(LOGITS, groups, REWARDS)
+    for group, estimate in zip(groups, vectorised):
+        assert np.allclose(estimate, _leave_one_out_by_loop(LOGITS, group, REWARDS), atol=1e-15)
+    assert np.allclose(vectorised, 6 / 5 * group_mean_baseline_gradient(LOGITS, groups, REWARDS))
+    assert leave_one_out_gradient(LOGITS, groups.reshape(5, 6, 6), REWARDS).shape == (5, 6, 5)
+
+
+def test_gradient_from_advantages_is_the_sum_of_advantage_times_score():
+    rng = np.random.default_rng(8)
+    groups = sample_groups(PI, 5, 12, rng)
+    advantages = rng.normal(size=(12, 5))
+    fast = gradient_from_advantages(PI, groups, advantages)
+    for group, a, estimate in zip(groups, advantages, fast):
+        assert np.allclose(estimate, np.mean([a_i * score(LOGITS, y) for a_i, y in zip(a, group)], axis=0))
+
+
+@pytest.mark.parametrize("G", [2, 3, 4])
+def test_leave_one_out_is_unbiased_by_enumerating_every_ordered_group(G):
+    """Every ordered group of G answers, each baseline from the OTHER rewards by a plain loop."""
+    for logits, rewards in ((LOGITS, REWARDS), (np.array([0.4, -0.2, 1.3, 0.0, -1.1]),
+                                                 np.array([0.3, -1.0, 2.0, 0.5, 7.0]))):
+        pi = softmax(logits)
+        groups = list(itertools.product(range(5), repeat=G))
+        probs = np.array([np.prod(pi[list(g)]) for g in groups])
+        estimates = np.array([_leave_one_out_by_loop(logits, g, rewards) for g in groups])
+        mean = probs @ estimates
+        assert np.allclose(mean, policy_gradient(logits, rewards), atol=1e-14)
+        moments = group_estimator_moments(logits, rewards, G, "leave_one_out")
+        assert np.allclose(moments["mean"], mean, atol=1e-14)
+        variance = probs @ ((estimates - mean) ** 2).sum(axis=1)
+        assert moments["total_variance"] == pytest.approx(variance, rel=1e-10)
+        assert moments["mean_squared_error"] == pytest.approx(variance, rel=1e-10)   # unbiased
+
+
+def test_group_estimator_moments_for_the_mean_and_for_a_constant_baseline():
+    grad = policy_gradient(LOGITS, REWARDS)
+    for G in (1, 2, 5, 8):
+        mean_baseline = group_estimator_moments(LOGITS, REWARDS, G, "mean")
+        assert np.allclose(mean_baseline["mean"], expected_group_gradient(LOGITS, REWARDS, G), atol=1e-15)
+        bias_sq = (grad / G) @ (grad / G)
+        assert mean_baseline["mean_squared_error"] == pytest.approx(
+            mean_baseline["total_variance"] + bias_sq, rel=1e-10)
+        # a constant b: chapter 8's closed form for the variance of a mean of G iid estimates
+        for rewards, b in ((REWARDS, 0.0), (REWARDS, 0.2), (REWARDS + 10, 0.0), (REWARDS + 10, 10.2)):
+            constant = group_estimator_moments(LOGITS, rewards, G, b)
+            assert np.allclose(constant["mean"], grad, atol=1e-13)
+            assert constant["total_variance"] == pytest.approx(
+                estimator_variance(LOGITS, rewards, b, G), rel=1e-9)
+
+
+def test_leave_one_out_numbers_of_chapter_9_and_monte_carlo():
+    loo = group_estimator_moments(LOGITS, REWARDS, 8, "leave_one_out")
+    mean = group_estimator_moments(LOGITS, REWARDS, 8, "mean")
+    assert loo["total_variance"] / mean["total_variance"] == pytest.approx((8 / 7) ** 2, rel=1e-12)
+    assert round(loo["total_variance"], 4) == 0.0150 and round(mean["total_variance"], 4) == 0.0115
+    assert round(mean["mean_squared_error"], 4) == 0.0120
+    assert round(group_estimator_moments(LOGITS, REWARDS, 8, 0.2)["total_variance"], 4) == 0.0123
+    samples = leave_one_out_gradient(LOGITS, sample_groups(PI, 8, 100_000, np.random.default_rng(0)), REWARDS)
+    se = samples.std(axis=0, ddof=1) / math.sqrt(len(samples))
+    assert np.all(np.abs(samples.mean(axis=0) - policy_gradient(LOGITS, REWARDS)) < 4 * se)
+
+
+def test_leave_one_out_rejects_bad_input():
+    with pytest.raises(ValueError, match="G"):
+        leave_one_out_gradient(LOGITS, [2], REWARDS)
+    with pytest.raises(ValueError, match="samples"):
+        leave_one_out_gradient(LOGITS, [2, 7], REWARDS)
+    with pytest.raises(ValueError, match="G"):
+        group_estimator_moments(LOGITS, REWARDS, 1, "leave_one_out")
+    with pytest.raises(ValueError, match="baseline"):
+        group_estimator_moments(LOGITS, REWARDS, 4, "median")
+    with pytest.raises(ValueError, match="baseline"):
+        group_estimator_moments(LOGITS, REWARDS, 4, np.nan)

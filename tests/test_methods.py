@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from rl4llm import CORRECT, LOGITS, REWARDS, policy_gradient, softmax
-from rl4llm.estimators import sample_groups
-from rl4llm.methods import (METHODS, method_curves, run_grpo, run_ppo, run_reinforce,
-                            run_reinforce_baseline, run_sft, run_trpo)
+from rl4llm.estimators import gradient_by_finite_differences, sample_groups
+from rl4llm.methods import (METHODS, method_curves, run_exact_gradient, run_grpo, run_ppo,
+                            run_reinforce, run_reinforce_baseline, run_sft, run_trpo)
 from rl4llm.toy_grpo import grpo_toy_run
 
 PI = softmax(LOGITS)
@@ -31,6 +31,23 @@ def test_reinforce_one_big_group_is_close_to_the_exact_step():
     for run in (run_reinforce, run_reinforce_baseline):
         got = run(steps=1, G=20000, lr=1.0, seed=0)[1]
         assert got == pytest.approx(exact, abs=4e-3)
+
+
+def test_exact_gradient_ascent_matches_finite_differences():
+    # independent route: the gradient of J by central differences instead of pi * (r - J)
+    for lr in (1.0, 7 / 8):
+        z, expected = LOGITS.copy(), [0.2]
+        for _ in range(10):
+            z = z + lr * gradient_by_finite_differences(z, REWARDS)
+            expected.append(softmax(z)[CORRECT])
+        np.testing.assert_allclose(run_exact_gradient(steps=10, lr=lr), expected, atol=1e-8)
+    assert round(float(run_exact_gradient(steps=1)[1]), 4) == 0.2366      # chapter 7's step
+
+
+def test_exact_gradient_is_where_reinforce_goes_on_average():
+    # one huge group per step: REINFORCE's estimate is then the exact gradient up to ~1e-3
+    got = run_reinforce(steps=5, G=40000, seed=1)
+    np.testing.assert_allclose(got, run_exact_gradient(steps=5), atol=5e-3)
 
 
 def test_ppo_single_inner_step_is_a_critic_policy_gradient_step():
@@ -69,6 +86,8 @@ def test_method_curves():
     (run_ppo, {"K": 0}, "K"), (run_ppo, {"eps": 1.0}, "eps"), (run_ppo, {"eps": 0.0}, "eps"),
     (run_grpo, {"G": 1}, "G"), (run_grpo, {"eps_low": 1.5}, "eps_low"), (run_grpo, {"beta": -0.5}, "beta"),
     (run_grpo, {"K": 0}, "K"),
+    (run_exact_gradient, {"steps": 0}, "steps"), (run_exact_gradient, {"lr": 0.0}, "lr"),
+    (run_exact_gradient, {"rewards": [1.0]}, "rewards"),
 ])
 def test_bad_input(run, kwargs, name):
     with pytest.raises(ValueError, match=name):

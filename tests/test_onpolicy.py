@@ -7,8 +7,8 @@ import pytest
 
 from rl4llm import CORRECT, LOGITS, REWARDS, score, sft_step, softmax
 from rl4llm.estimators import expected_policy_after_step
-from rl4llm.onpolicy import (learning_curve_band, on_policy_loop, on_policy_runs, rl_and_sft_steps,
-                             seed_study)
+from rl4llm.onpolicy import (learning_curve_band, on_policy_loop, on_policy_loop_plain, on_policy_runs,
+                             repeated_band, rl_and_sft_steps, seed_study)
 
 PI = softmax(LOGITS)
 
@@ -121,3 +121,34 @@ def test_studies_reject_bad_input():
         rl_and_sft_steps(1.0, target=5)
     with pytest.raises(ValueError, match="G"):
         on_policy_loop(LOGITS, REWARDS, 0, 1.0, 3)
+
+
+@pytest.mark.parametrize("G, lr, seed", [(8, 1.0, 3), (4, 2.0, 17), (2, 0.5, 0), (1, 1.0, 5)])
+def test_plain_loop_is_the_vectorised_loop(G, lr, seed):
+    plain = on_policy_loop_plain(LOGITS, REWARDS, G, lr, 25, seed)
+    assert plain.shape == (26, 5)
+    assert np.allclose(plain, on_policy_loop(LOGITS, REWARDS, G, lr, 25, seed)["logits"], rtol=0, atol=1e-12)
+    rewards = np.array([0.3, -1.0, 2.0, 0.5, 7.0])
+    assert np.allclose(on_policy_loop_plain(LOGITS, rewards, G, lr, 10, seed),
+                       on_policy_runs(LOGITS, rewards, G, lr, 10, 1, seed)["logits"][0], rtol=0, atol=1e-12)
+
+
+def test_plain_loop_rejects_bad_input():
+    for kwargs, name in (({"G": 0}, "G"), ({"lr": np.nan}, "lr"), ({"steps": -1}, "steps"),
+                         ({"seed": -2}, "seed"), ({"rewards": [0, 1]}, "rewards"),
+                         ({"logits": [[0.0, 1.0]]}, "logits")):
+        args = {"logits": LOGITS, "rewards": REWARDS, "G": 4, "lr": 1.0, "steps": 3, "seed": 0}
+        args.update(kwargs)
+        with pytest.raises(ValueError, match=name):
+            on_policy_loop_plain(**args)
+
+
+def test_repeated_band_is_the_figure_redrawn_with_seeds_seed_to_seed_plus_n():
+    rep = repeated_band(8, 1.0, steps=6, n_repeats=4, n_seeds=50, seed=7)
+    assert rep["median"].shape == rep["width"].shape == (4, 7)
+    for k in range(4):
+        curves = on_policy_runs(LOGITS, REWARDS, 8, 1.0, 6, 50, 7 + k)["pi_correct"]
+        low, median, high = np.quantile(curves, [0.1, 0.5, 0.9], axis=0)
+        assert np.allclose(rep["median"][k], median) and np.allclose(rep["width"][k], high - low)
+    with pytest.raises(ValueError, match="n_repeats"):
+        repeated_band(8, 1.0, n_repeats=1)

@@ -14,3 +14,11 @@ def test_importing_the_library_for_chapters_1_to_12_does_not_import_torch():
             "from rl4llm import grpo_loss, GPT; assert 'torch' in sys.modules; print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_the_repository_url_lives_in_config_and_everything_that_repeats_it_agrees():
+    """README's links and each chapter's Colab install cell are written from _config.yml by
+    scripts/sync_repository_url.py; after an edit of the URL, run it (this test says what is stale)."""
+    result = subprocess.run([sys.executable, "scripts/sync_repository_url.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -177,6 +177,46 @@ def test_trust_region_step_respects_delta():
         assert step["logits"][CORRECT] > LOGITS[CORRECT]
 
 
+def test_fisher_is_singular_along_all_ones():
+    """F 1 = 0 (a shift of every logit leaves pi unchanged); rank n - 1 when every pi > 0."""
+    rng = np.random.default_rng(5)
+    for z in (LOGITS, rng.normal(size=6)):
+        F = fisher_matrix(z)
+        assert np.allclose(F @ np.ones(z.size), 0.0, atol=1e-15)
+        assert np.linalg.matrix_rank(F) == z.size - 1
+        assert np.all(np.linalg.eigvalsh(F) > -1e-15)             # positive semi-definite
+
+
+def test_conjugate_gradient_on_singular_psd_gives_the_pseudo_inverse_solution():
+    """Independent route: numpy's pinv. b in the range of F, CG from 0 returns F^+ b."""
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        z = rng.normal(size=5)
+        F = fisher_matrix(z)
+        b = rng.normal(size=5)
+        b -= b.mean()                                               # in the range: orthogonal to 1
+        x = conjugate_gradient(F, b, iters=5, tol=1e-30)
+        assert np.allclose(F @ x, b) and abs(x.sum()) < 1e-10       # a solution, orthogonal to 1
+        assert np.allclose(x, np.linalg.pinv(F) @ b)
+
+
+def test_trust_region_direction_is_the_pseudo_inverse_natural_gradient():
+    """s = F^+ g, checked against numpy's pinv for random logits and gradients (even ones with an
+    all-ones component, which F^+ ignores and which a shift of every logit cannot act on)."""
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        z, g = rng.normal(size=5), rng.normal(size=5)
+        s = np.linalg.pinv(fisher_matrix(z)) @ g
+        step = trust_region_step(z, g, delta=1e-3)
+        d = step["logits"] - z
+        coef = d @ s / (s @ s)
+        assert coef > 0 and np.allclose(d, coef * s)
+        assert np.allclose(trust_region_step(z, g + 3.0, delta=1e-3)["logits"], step["logits"])
+    # a gradient that only shifts every logit: no direction at all, no step
+    flat = trust_region_step(LOGITS, np.ones(5), delta=1e-2)
+    assert flat["fraction"] == 0.0 and np.array_equal(flat["logits"], LOGITS)
+
+
 # ----------------------------------------------------------------------------- chapter 11: the clip
 def test_clip_cases_from_the_text():
     assert clipped_objective(2.0, 0.8, 0.2) == pytest.approx(0.96)

@@ -27,3 +27,30 @@ def test_twin_has_alt_text_a_labelled_slider_and_no_cdn_stylesheet():
 def test_twin_needs_a_frame():
     with pytest.raises(ValueError, match="frames"):
         twin(draw, [])
+
+
+def test_twin_keeps_every_frame_with_few_colours():
+    import base64
+    import io
+    import re
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from PIL import Image
+
+    from rl4llm.viz import sweep, twin
+    from rl4llm.viz.part3_grpo import draw_grpo_run
+    frames = sweep("G", [2, 8, 32])
+    full = twin(draw_grpo_run, frames, figsize=(5, 2), colors=None).data
+    small = twin(draw_grpo_run, frames, figsize=(5, 2), colors=16).data
+    images = re.findall(r'data:image/png;base64,([^"]+)"', small)
+    assert len(images) == len(frames) == full.count("data:image/png")
+    for encoded in images:
+        image = Image.open(io.BytesIO(base64.b64decode(encoded.replace("\\\n", ""))))
+        assert image.mode == "P" and len(image.getcolors()) <= 16
+        assert image.size == Image.open(io.BytesIO(base64.b64decode(
+            re.search(r'data:image/png;base64,([^"]+)"', full).group(1).replace("\\\n", "")))).size
+    assert len(small) < 0.6 * len(full)
+    assert 'alt="Animated figure, 3 frames as G moves' in small and "aria-label" in small
+    with pytest.raises(ValueError, match="colors"):
+        twin(draw_grpo_run, frames, colors=1)

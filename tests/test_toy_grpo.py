@@ -285,16 +285,156 @@ def test_ddof_ratio_numbers():
     assert round(float(group_advantages([1.0, 0.0], ddof=1)[0]), 4) == 0.7071
 
 
-def test_exercise_ch13_aggregation_numbers():
-    r, L = [1.0, 0.0, 0.0, 0.0], np.array([3, 1, 1, 6])
-    np.testing.assert_allclose(np.round(aggregation_weights(r, L, "grpo")["per_token"], 4), [0.1443, -0.1443, -0.1443, -0.0241])
-    np.testing.assert_allclose(np.round(aggregation_weights(r, L, "dapo")["per_token"], 4), [0.1575, -0.0525, -0.0525, -0.0525])
-    np.testing.assert_allclose(np.round(aggregation_weights(r, L, "dr_grpo", 6)["per_token"], 4), [0.0722, -0.0241, -0.0241, -0.0241])
-
-
 def test_stuck_start_and_entropy_bonus():
     stuck = LOGITS + np.array([0.0, 5.0, 0.0, 0.0, 0.0])
     assert round(float((1 - softmax(stuck)[CORRECT]) ** 8), 4) == 0.9736
     plain = run_over_seeds(grpo_toy_run, range(4), steps=40, logits=stuck)
     bonus = run_over_seeds(grpo_toy_run, range(4), steps=40, logits=stuck, entropy_coef=0.2)
     assert bonus["pi_correct"][:, -1].mean() > plain["pi_correct"][:, -1].mean() + 0.3
+
+
+# ------------------------------------------------------------------ per-inner-step diagnostics (chapter 13)
+def _hand_run(seed, steps, K, lr, eps=0.2):
+    """The GRPO loop written out from the chapter-11 pieces, recording what grpo_toy_run records."""
+    from rl4llm.estimators import sample_groups
+    from rl4llm.reuse import clip_fraction, clipped_surrogate_gradient
+    rng, z = np.random.default_rng(seed), LOGITS.copy()
+    clip, size, flat = [], [], []
+    for _ in range(steps):
+        z_old = z.copy()
+        ys = sample_groups(softmax(z_old), 8, 1, rng)[0]
+        A = group_advantages(REWARDS[ys])
+        flat.append(float(np.ptp(REWARDS[ys]) == 0))
+        row_c, row_s = [], []
+        for _ in range(K):
+            rho = softmax(z)[ys] / softmax(z_old)[ys]
+            row_c.append(clip_fraction(rho, A, eps))
+            new = z + lr * clipped_surrogate_gradient(z, z_old, ys, A, eps)
+            row_s.append(np.linalg.norm(new - z))
+            z = new
+        clip.append(row_c)
+        size.append(row_s)
+    return np.array(clip), np.array(size), np.array(flat), z
+
+
+def test_inner_step_diagnostics_match_a_hand_written_loop():
+    run = grpo_toy_run(seed=0, steps=6)
+    clip, size, flat, z = _hand_run(0, 6, 4, 1.0)
+    np.testing.assert_array_equal(run["inner_clip_fraction"], clip)
+    np.testing.assert_allclose(run["inner_step_size"], size, atol=1e-12)
+    np.testing.assert_array_equal(run["zero_std"], flat)
+    np.testing.assert_allclose(run["logits"][-1], z, atol=1e-12)
+    np.testing.assert_allclose(run["clip_fraction"], clip.mean(axis=1))
+    # the steps sum to at least the distance travelled (triangle inequality)
+    travelled = np.linalg.norm(np.diff(run["logits"], axis=0), axis=1)
+    assert np.all(run["inner_step_size"].sum(axis=1) >= travelled - 1e-12)
+
+
+def test_saturated_clip_printed_in_chapter_13():
+    """lr 1 with std-scaled advantages: the clip saturates and the late inner steps are idle."""
+    run = grpo_toy_run(seed=0)
+    np.testing.assert_array_equal(run["inner_clip_fraction"][:3],
+                                  [[0, 0.25, 0.75, 0.875], [0, 0.75, 1, 1], [0, 1, 1, 1]])
+    assert np.all(run["inner_clip_fraction"][:, 0] == 0)          # rho = 1 at the first inner step
+    fully = run["inner_clip_fraction"] == 1.0                      # every sample clipped, no KL/bonus:
+    assert fully.any() and np.all(run["inner_step_size"][fully] == 0.0)   # the inner step does nothing
+    assert run["clip_fraction"][2] == 0.75
+
+
+def test_zero_std_marks_flat_groups():
+    run = grpo_toy_run(seed=0, steps=30)
+    flat = run["zero_std"] == 1
+    # a flat group moves nothing: the logits after that step equal those before
+    np.testing.assert_array_equal(run["logits"][1:][flat], run["logits"][:-1][flat])
+    assert np.all(run["inner_step_size"][flat] == 0.0)
+    assert run["zero_std"].sum() > 0 and run["zero_std"][:4].sum() == 0
+
+
+def test_kl_direction_reverse_step_matches_hand_computation():
+    ref = np.log([0.3, 0.3, 0.2, 0.1, 0.1])
+    start = np.log([0.05, 0.05, 0.8, 0.05, 0.05])
+    flat_rewards = np.zeros(5)       # no advantage signal: only the leash moves the policy
+    for direction, gradient in (("forward", forward_kl_gradient), ("reverse", reverse_kl_gradient)):
+        run = grpo_toy_run(steps=1, K=1, lr=0.5, beta=0.7, logits=start, rewards=flat_rewards,
+                           ref_logits=ref, kl_direction=direction)
+        np.testing.assert_allclose(run["logits"][1], start - 0.5 * 0.7 * gradient(start, ref), atol=1e-12)
+    with pytest.raises(ValueError, match="kl_direction"):
+        grpo_toy_run(steps=1, kl_direction="both")
+
+
+def test_kl_pull_norms_on_a_narrowed_policy():
+    """Chapter 13: on pi = (.005, .005, .98, .005, .005) the forward pull is ~8x the reverse one."""
+    narrow = np.log([0.005, 0.005, 0.98, 0.005, 0.005])
+    assert round(float(np.linalg.norm(forward_kl_gradient(narrow, LOGITS))), 4) == 0.9058
+    assert round(float(np.linalg.norm(reverse_kl_gradient(narrow, LOGITS))), 4) == 0.1120
+    # along the path pi(5) = p, the rest spread evenly: forward grows, reverse peaks then fades
+    norms = []
+    for p in (0.5, 0.8, 0.9, 0.98, 0.995):
+        z = np.log(np.r_[(1 - p) / 4, (1 - p) / 4, p, (1 - p) / 4, (1 - p) / 4])
+        norms.append((np.linalg.norm(forward_kl_gradient(z, LOGITS)), np.linalg.norm(reverse_kl_gradient(z, LOGITS))))
+    forward, reverse = np.array(norms).T
+    assert np.all(np.diff(forward) > 0) and np.argmax(reverse) == 1 and reverse[-1] < 0.05
+
+
+def test_bias_corrected_k3_follows_the_reverse_kl():
+    res = k3_loss_gradient(LOGITS, REF, PROPORTIONAL, bias_correction=True)
+    plain = k3_loss_gradient(LOGITS, REF, PROPORTIONAL)
+    assert res["value"] == pytest.approx(plain["value"], abs=1e-12)          # rho = 1 in value
+    np.testing.assert_allclose(res["gradient"], reverse_kl_gradient(LOGITS, REF), atol=1e-12)
+    # independent route: finite differences of E_{y ~ pi_0}[rho_z(y) k3_z(y)], rho_z = pi_z / pi_0
+    fd = finite_difference(lambda z: sum(PI[y] * softmax(z)[y] / PI[y] * k3(z, REF, y) for y in range(5)), LOGITS)
+    np.testing.assert_allclose(fd, reverse_kl_gradient(LOGITS, REF), atol=1e-8)
+    with pytest.raises(ValueError, match="bias_correction"):
+        k3_loss_gradient(LOGITS, REF, PROPORTIONAL, bias_correction="yes")
+
+
+def test_clip_higher_is_used_by_the_loop():
+    low = grpo_toy_run(seed=1, steps=5, lr=0.3)
+    same = grpo_toy_run(seed=1, steps=5, lr=0.3, eps_high=0.2)
+    high = grpo_toy_run(seed=1, steps=5, lr=0.3, eps_high=0.28)
+    np.testing.assert_array_equal(low["logits"], same["logits"])
+    assert not np.allclose(low["logits"], high["logits"])
+    # same group, same first inner step: a higher upper edge can only clip fewer samples at the second
+    assert high["inner_clip_fraction"][0, 1] <= low["inner_clip_fraction"][0, 1]
+    np.testing.assert_array_equal(high["logits"][:1], low["logits"][:1])
+
+
+# ------------------------------------------------------------------ tables (viz.part3_grpo)
+def test_seed_table_numbers_and_verdicts():
+    from rl4llm.statistics import noise_floor
+    from rl4llm.viz.part3_grpo import seed_table
+    a, b, c = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.7]), np.array([0.15, 0.25, 0.2])
+    table = seed_table({"a": a, "b": b, "c": c}, versus={"b": "a", "c": "a"})
+    lines = table.strip().split("\n")
+    assert len(lines) == 5 and lines[0].startswith("| setting | seeds | mean | sd over seeds")
+    row_a = [x.strip() for x in lines[2].strip("|").split("|")]
+    assert row_a[:6] == ["a", "3", "0.2000", "0.1000", "0.1000", "0.3000"] and row_a[6:] == ["", "", "", ""]
+    row_b = [x.strip() for x in lines[3].strip("|").split("|")]
+    assert row_b[6:] == ["a", "+0.4000", f"{noise_floor(b, a):.4f}", "real"]
+    row_c = [x.strip() for x in lines[4].strip("|").split("|")]
+    assert row_c[9] == "within noise" and abs(c.mean() - a.mean()) < noise_floor(c, a)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"results": {}}, "results"), ({"results": {"a": [1.0]}}, "results"),
+    ({"results": {"a": [1.0, 2.0]}, "versus": {"a": "b"}}, "versus"),
+    ({"results": {"a": [1.0, np.nan]}}, "results"), ({"results": {"a": [1.0, 2.0]}, "digits": -1}, "digits"),
+])
+def test_seed_table_bad_input(kwargs, match):
+    from rl4llm.viz.part3_grpo import seed_table
+    with pytest.raises(ValueError, match=match):
+        seed_table(**kwargs)
+
+
+def test_sweep_summary_matches_the_slider_runs():
+    from rl4llm.viz.part3_grpo import sweep_summary
+    table = sweep_summary("lr", [0.1, 3.0])
+    lines = table.strip().split("\n")
+    assert lines[0] == "| lr | 0.1 | 3 |"
+    slow, fast = grpo_slider_run(lr=0.1), grpo_slider_run(lr=3.0)
+    assert lines[3] == f"| π(5) after 10 steps | {slow['pi_correct'][-1]:.2f} | {fast['pi_correct'][-1]:.2f} |"
+    assert lines[6] == f"| flat groups (no signal) | {int(slow['zero_std'].sum())} | {int(fast['zero_std'].sum())} |"
+    with pytest.raises(ValueError, match="name"):
+        sweep_summary("K", [1, 2])
+    with pytest.raises(ValueError, match="values"):
+        sweep_summary("G", [])

@@ -48,27 +48,35 @@ def discounted_returns(rewards, gamma: float = 1.0, last_value: float = 0.0) -> 
     return out
 
 
-def td_errors(rewards, values, gamma: float = 1.0, last_value: float = 0.0) -> np.ndarray:
-    """delta_t = r_t + gamma V(s_{t+1}) - V(s_t), with V(s_T) = ``last_value`` (chapter 12).
+def td_errors(rewards, values, gamma: float = 1.0,
+              last_value: float = 0.0) -> np.ndarray:
+    """delta_t = r_t + gamma V(s_{t+1}) - V(s_t), V(s_T) = ``last_value`` (chapter 12).
 
-    The critic's one-step surprise. ``values`` holds V(s_0), ..., V(s_{T-1}). For rewards (0, 0, 1),
-    V = (0.5, 0.6, 0.7), gamma = 1: delta = (0.1, 0.1, 0.3).
+    The critic's one-step surprise. ``values`` holds V(s_0), ..., V(s_{T-1}).
+    For rewards (0, 0, 1), V = (0.5, 0.6, 0.7), gamma = 1:
+    delta = (0.1, 0.1, 0.3).
     """
-    r, v = _episode(rewards, values)
-    gamma = _gamma(gamma)
-    next_v = np.append(v[1:], finite_real(last_value, "last_value"))
+    r, v = _episode(rewards, values)            # 1-D, one value per step
+    gamma = _gamma(gamma)                       # in (0, 1]
+    last_value = finite_real(last_value, "last_value")
+    next_v = np.append(v[1:], last_value)       # V(s_1), ..., V(s_{T-1}), V(s_T)
     return r + gamma * next_v - v
 
 
-def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0, last_value: float = 0.0) -> np.ndarray:
-    """Generalised advantage estimation: A_t = sum_{l >= 0} (gamma lambda)^l delta_{t+l} (chapter 12).
+def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0,
+        last_value: float = 0.0) -> np.ndarray:
+    """Generalised advantage estimation (chapter 12):
 
-    Computed backwards, A_t = delta_t + gamma lambda A_{t+1}. lambda = 0 keeps only delta_t (the
-    critic's read, low variance, biased by the critic); lambda = 1 telescopes to G_t - V(s_t) (the
-    Monte Carlo advantage, unbiased, noisy). The last step is delta_{T-1} for every lambda.
+    A_t = sum_{l >= 0} (gamma lambda)^l delta_{t+l},
+
+    computed backwards, A_t = delta_t + gamma lambda A_{t+1}. lambda = 0 keeps
+    only delta_t (the critic's read: low variance, biased by the critic);
+    lambda = 1 telescopes to G_t - V(s_t) (the Monte Carlo advantage: unbiased,
+    noisy). The last step is delta_{T-1} for every lambda.
     """
-    delta = td_errors(rewards, values, gamma, last_value)
-    decay = _gamma(gamma) * real_in_range(lam, "lam", 0.0, 1.0)
+    delta = td_errors(rewards, values, gamma, last_value)     # checks gamma too
+    lam = real_in_range(lam, "lam", 0.0, 1.0)
+    decay = gamma * lam
     out = np.empty_like(delta)
     running = 0.0
     for t in range(delta.size - 1, -1, -1):

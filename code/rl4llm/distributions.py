@@ -16,15 +16,19 @@ _MASS_TOL = 1e-12
 def log_softmax(logits, temperature: float = 1.0) -> np.ndarray:
     """ln softmax(z / T) over the last axis, computed stably (chapter 1).
 
-    ln pi_i = z_i / T - m - ln sum_j exp(z_j / T - m), with m = max_j z_j / T, so no exp overflows.
+    ln pi_i = z_i / T - m - ln sum_j exp(z_j / T - m), with m = max_j z_j / T,
+    so no exp overflows.
     """
-    logits, temperature = logits_array(logits), positive_real(temperature, "temperature")
-    with np.errstate(over="ignore"):  # an overflow is reported as a ValueError just below
+    logits = logits_array(logits)
+    temperature = positive_real(temperature, "temperature")
+    with np.errstate(over="ignore"):  # an overflow is refused by the next check
         z = logits / temperature
     if not np.all(np.isfinite(z)):
-        raise ValueError("temperature is too small for these logits: logits / temperature overflowed; "
-                         "use temperature > 0 large enough that |logits / temperature| is finite")
-    with np.errstate(over="ignore"):  # a gap beyond the float range rounds to -inf: probability 0, no NaN
+        raise ValueError("temperature is too small for these logits: logits / "
+                         "temperature overflowed; use temperature > 0 large enough "
+                         "that |logits / temperature| is finite")
+    # A gap beyond the float range rounds to -inf: probability 0, no NaN.
+    with np.errstate(over="ignore"):
         shifted = z - z.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
@@ -32,8 +36,8 @@ def log_softmax(logits, temperature: float = 1.0) -> np.ndarray:
 def softmax(logits, temperature: float = 1.0) -> np.ndarray:
     """pi_i = exp(z_i / T) / sum_j exp(z_j / T) over the last axis, stably (chapter 1).
 
-    Subtracting max_j z_j / T first changes nothing mathematically (softmax is shift-invariant) and
-    keeps every exponent <= 0, so huge logits cannot overflow.
+    Subtracting max_j z_j / T first changes nothing mathematically (softmax is
+    shift-invariant) and keeps every exponent <= 0, so huge logits cannot overflow.
     """
     return np.exp(log_softmax(logits, temperature))
 
@@ -86,9 +90,10 @@ def decode_probs(logits, temperature: float = 1.0, top_k: int | None = None,
 
     1. temperature: pi = softmax(z / T);
     2. top-k: keep the k most probable tokens;
-    3. top-p (nucleus): keep the smallest prefix of the sorted order whose mass is >= top_p;
-    then renormalise. Sorting is stable, so ties are broken toward the lower index: on the toy,
-    5 (index 2) is kept before 6 (index 3). Greedy decoding is ``top_k=1``.
+    3. top-p (nucleus): keep the smallest prefix of the sorted order whose mass
+       is >= top_p;
+    then renormalise. Sorting is stable, so ties are broken toward the lower index:
+    on the toy, 5 (index 2) is kept before 6 (index 3). Greedy decoding is ``top_k=1``.
     """
     pi = softmax(logits, temperature)
     if pi.ndim != 1:

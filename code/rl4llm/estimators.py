@@ -5,12 +5,15 @@ reward J = sum_y pi(y) r(y), score g(y) = grad_z ln pi(y) = onehot(y) - pi. A gr
 y_1..y_G drawn iid from pi.
 
 - Chapter 6: ``sample_groups``, ``jhat_distribution``, ``jhat_samples``, ``jhat_study``,
-  ``spread_of_means``: J-hat = mean_i r(y_i) and its noise.
+  ``spread_of_means``: J-hat = mean_i r(y_i) and its noise; ``std_and_standard_error``: how
+  precisely a Monte Carlo standard deviation is known.
 - Chapter 7: ``gradient_by_enumeration``, ``gradient_by_finite_differences``, ``gradient_samples``:
   grad J three ways, and the single-sample REINFORCE estimate r(y) g(y).
-- Chapter 8: ``estimator_variance``, ``optimal_baseline``, ``variance_curve``: (r(y) - b) g(y).
-- Chapter 9: ``group_mean_baseline_gradient`` and the exact law of a group
-  (``group_count_law``, ``expected_group_gradient``, ``expected_policy_after_step``).
+- Chapter 8: ``estimator_variance``, ``optimal_baseline``, ``variance_curve``: (r(y) - b) g(y);
+  ``total_variance_and_standard_error``: the same variance measured from samples.
+- Chapter 9: ``group_mean_baseline_gradient``, ``leave_one_out_gradient`` and the exact law of a
+  group (``group_count_law``, ``expected_group_gradient``, ``group_estimator_moments``,
+  ``expected_policy_after_step``).
 """
 from __future__ import annotations
 
@@ -50,18 +53,18 @@ def _generator(rng) -> np.random.Generator:
 def inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Answer indices y with P(y = k) = probs[k], from uniforms u in [0, 1) (chapter 6).
 
-    y = #{k < K - 1 : F_k <= u}, with F the cumulative sum of ``probs`` over its last axis: the
-    inverse CDF, for every uniform at once. ``probs`` has shape (..., K) (already validated) and
-    ``u`` shape (..., G) with the same leading axes; the result has the shape of ``u``. A token of
-    probability 0 is never drawn, rounding in the cumulative sum included.
+    y = #{k < K - 1 : F_k <= u}, with F the cumulative sum of ``probs`` over its last
+    axis: the inverse CDF, for every uniform at once. ``probs`` has shape (..., K)
+    (already validated) and ``u`` shape (..., G) with the same leading axes; the result
+    has the shape of ``u``. A token of probability 0 is never drawn, rounding included.
     """
     K = probs.shape[-1]
     cdf = np.cumsum(probs, axis=-1)
-    # dividing by the total makes F exactly 1.0 from the last positive entry on (adding 0.0 is
-    # exact), so u < 1 never reaches a trailing zero-probability answer
+    # dividing by the total makes F exactly 1.0 from the last positive entry on
+    # (adding 0.0 is exact), so u < 1 never reaches a trailing zero-probability answer
     cdf = cdf[..., :-1] / cdf[..., -1:]
     y = np.zeros(u.shape, dtype=np.intp)
-    for k in range(K - 1):                  # a loop over answers, each step over every sample at once
+    for k in range(K - 1):      # a loop over answers, each covering all samples at once
         y += u >= cdf[..., k:k + 1]
     return y
 
@@ -140,6 +143,25 @@ def spread_of_means(values, n: int) -> float:
     return float(v[: n_batches * n].reshape(n_batches, n).mean(axis=1).std(ddof=1))
 
 
+def std_and_standard_error(values) -> tuple[float, float]:
+    """``(s, se)``: the sample standard deviation s (ddof = 1) of iid ``values`` and its standard error (chapter 6).
+
+    A Monte Carlo standard deviation is itself an estimate. By the delta method,
+    Var(s^2) ~ (m4 - s^4) / n with m4 the fourth central moment, and s = sqrt(s^2), so
+    se(s) ~ sqrt((m4 - s^4) / n) / (2 s). For normal values m4 = 3 s^4 and se = s / sqrt(2 n).
+    A large-sample formula: with a few hundred values it is a few percent low. Needs at least
+    2 values that are not all equal.
+    """
+    v = as_float_array(values, "values")
+    if v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values must be a 1-D array of at least 2 numbers, got shape {v.shape}")
+    s = float(v.std(ddof=1))
+    if s == 0.0:
+        raise ValueError("values must not all be equal (their standard deviation is 0)")
+    m4 = float(((v - v.mean()) ** 4).mean())
+    return s, math.sqrt(max(m4 - s ** 4, 0.0) / v.size) / (2.0 * s)
+
+
 # ----------------------------------------------------------------------------- chapter 7: gradient
 def gradient_by_enumeration(logits, rewards) -> np.ndarray:
     """grad J = E_y[r(y) score(y)] = sum_y pi(y) r(y) (onehot(y) - pi), summed over every answer (chapter 7).
@@ -196,18 +218,44 @@ def _total_variance(z: np.ndarray, r: np.ndarray, baselines: np.ndarray) -> np.n
 
 
 def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> float:
-    """Total variance of the mean of G iid estimates (r(y) - b) g(y), y ~ pi (chapter 8).
+    """Total variance of the mean of G iid estimates (r(y) - b) g(y), y ~ pi (ch. 8).
 
-    "Total" = the trace of the covariance matrix, i.e. the variances of the K gradient
-    coordinates added up. By enumeration over the K answers:
-    Var = ( sum_y pi(y) (r(y) - b)^2 |g(y)|^2 - |grad J|^2 ) / G, with |g(y)|^2 = 1 - 2 pi(y) + |pi|^2.
+    "Total" = the trace of the covariance matrix: the variances of the K gradient
+    coordinates added up, E|X - grad J|^2 = E|X|^2 - |grad J|^2. By enumeration over the
+    K answers, with |g(y)|^2 = |onehot(y) - pi|^2 = 1 - 2 pi(y) + |pi|^2:
+
+        Var = ( sum_y pi(y) (r(y) - b)^2 |g(y)|^2 - |grad J|^2 ) / G.
+
     The mean, grad J, does not depend on b; the variance does.
     """
     z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
+    r = as_float_array(rewards, "rewards")
     b = finite_real(baseline, "baseline")
-    G = _group_size(G)
-    return float(_total_variance(z, r, np.array([b]))[0]) / G
+    if r.shape != z.shape:
+        raise ValueError(f"rewards must be a 1-D vector of length {z.size} (one per answer), "
+                         f"got shape {r.shape}")
+    G = integer_at_least(G, "G", 1)
+    pi = softmax(z)
+    score_sq = 1.0 - 2.0 * pi + pi @ pi                 # |g(y)|^2 for every answer y
+    grad_J = pi * (r - pi @ r)
+    second_moment = pi @ ((r - b) ** 2 * score_sq)      # E|X|^2
+    return float(max(second_moment - grad_J @ grad_J, 0.0)) / G
+
+
+def total_variance_and_standard_error(samples) -> tuple[float, float]:
+    """``(v, se)``: the total variance of vector samples, measured, and its standard error (chapter 8).
+
+    ``samples`` (n, K): n iid draws of a random vector X. v = sum_k Var-hat(X_k) =
+    (1 / (n - 1)) sum_i |X_i - Xbar|^2, the Monte Carlo counterpart of ``estimator_variance``
+    (the trace of the covariance). It is a mean of the n numbers |X_i - Xbar|^2, so its
+    standard error is their standard deviation over sqrt(n).
+    """
+    x = as_float_array(samples, "samples")
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"samples must be a 2-D array (n, K) with n >= 2, got shape {x.shape}")
+    n = x.shape[0]
+    squared_distance = ((x - x.mean(axis=0)) ** 2).sum(axis=1)
+    return float(squared_distance.sum() / (n - 1)), float(squared_distance.std(ddof=1) / math.sqrt(n))
 
 
 def optimal_baseline(logits, rewards) -> float:
@@ -265,20 +313,53 @@ def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
     return group_gradient_from_policy(softmax(z), y, _reward_vector(rewards, K)[y])
 
 
-def group_gradient_from_policy(pi: np.ndarray, samples: np.ndarray, sample_rewards: np.ndarray) -> np.ndarray:
-    """The computation of ``group_mean_baseline_gradient`` on inputs already validated (chapter 9).
+def leave_one_out_gradient(logits, samples, rewards) -> np.ndarray:
+    """The leave-one-out (RLOO) estimate (1/G) sum_i (r_i - b_i) g(y_i) (chapter 9).
 
-    ``pi`` (..., K), ``samples`` and ``sample_rewards`` = r(y_i) both (..., G). For the on-policy
-    loop, which has just computed pi to sample from it.
+    b_i = (1/(G-1)) sum_{j != i} r_j, the mean reward of the OTHER answers of the group,
+    so b_i does not depend on y_i and the estimate is unbiased: its expectation is
+    grad J (``group_estimator_moments`` checks it by enumerating every group). G >= 2.
+    Shapes as in ``group_mean_baseline_gradient``.
+    """
+    z = logits_array(logits)
+    K = z.shape[-1]
+    y = sample_indices(samples, K)
+    G = y.shape[-1]
+    if G < 2:
+        raise ValueError(f"samples must hold groups of G >= 2 answers (last axis), got G = {G}")
+    r = _reward_vector(rewards, K)[y]
+    others_mean = (r.sum(axis=-1, keepdims=True) - r) / (G - 1)
+    return gradient_from_advantages(softmax(z), y, r - others_mean)
+
+
+def group_gradient_from_policy(pi: np.ndarray, samples: np.ndarray,
+                               sample_rewards: np.ndarray) -> np.ndarray:
+    """``group_mean_baseline_gradient`` on validated inputs, many groups (chapter 9).
+
+    ``pi`` (..., K), ``samples`` and ``sample_rewards`` = r(y_i) both (..., G). For the
+    on-policy loop, which has just computed pi to sample from it.
+    """
+    advantages = sample_rewards - sample_rewards.mean(axis=-1, keepdims=True)
+    return gradient_from_advantages(pi, samples, advantages)
+
+
+def gradient_from_advantages(pi: np.ndarray, samples: np.ndarray,
+                              advantages: np.ndarray) -> np.ndarray:
+    """(1/G) sum_i A_i (onehot(y_i) - pi) for every group at once (chapter 9).
+
+    ``pi`` (..., K); ``samples`` (answer indices) and ``advantages`` A_i, both (..., G);
+    inputs already validated. The estimate for any per-sample advantages: the group mean
+    baseline (``group_gradient_from_policy``) or leave-one-out (``leave_one_out_gradient``).
+
+    It equals (1/G) sum_i A_i onehot(y_i) - mean_i(A_i) pi. The first term adds up the
+    advantages of each answer; ``np.bincount`` does it for all groups in one call, by
+    giving answer k of group m the cell number m K + k.
     """
     K, G = pi.shape[-1], samples.shape[-1]
-    advantages = sample_rewards - sample_rewards.mean(axis=-1, keepdims=True)
-    # sum_i A_i onehot(y_i), for every group at once: A summed per (group, answer)
     n_groups = samples.size // G
     cells = (np.arange(n_groups) * K).reshape(samples.shape[:-1] + (1,)) + samples
     per_answer = np.bincount(cells.ravel(), weights=advantages.ravel(),
                              minlength=n_groups * K).reshape(samples.shape[:-1] + (K,))
-    # (1/G) sum_i A_i (onehot(y_i) - pi) = (1/G) sum_i A_i onehot(y_i) - mean_i(A_i) pi
     return per_answer / G - advantages.mean(axis=-1, keepdims=True) * pi
 
 
@@ -307,23 +388,63 @@ def group_count_law(probs, G: int) -> tuple[np.ndarray, np.ndarray]:
     return counts, law
 
 
-def _count_gradients(z: np.ndarray, r: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The group-mean-baseline estimate of every group given as counts, shape (M, K).
+def _count_gradients(z: np.ndarray, r: np.ndarray, counts: np.ndarray,
+                     baseline="mean") -> np.ndarray:
+    """The group estimate of every group given as counts, shape (M, K) (validated inputs).
 
-    (1/G) sum_i (r_i - rbar) g(y_i) = (1/G) sum_k n_k (r_k - rbar) (onehot(k) - pi).
+    (1/G) sum_i (r_i - b_i) g(y_i) = (1/G) sum_k n_k (r_k - b_(k)) (onehot(k) - pi), where
+    b_(k) is the baseline of a sample of answer k: rbar ("mean"), the mean of the other G - 1
+    rewards (sum_j n_j r_j - r_k) / (G - 1) ("leave_one_out"), or a constant (a number).
     """
     G = counts[0].sum()
-    rbar = counts @ r / G
-    weights = counts * (r[None, :] - rbar[:, None]) / G
+    total = counts @ r                                         # sum of the group's rewards
+    if isinstance(baseline, str) and baseline == "mean":
+        b = np.broadcast_to((total / G)[:, None], counts.shape)
+    elif isinstance(baseline, str) and baseline == "leave_one_out":
+        b = (total[:, None] - r[None, :]) / (G - 1)
+    else:
+        b = np.full(counts.shape, float(baseline))
+    weights = counts * (r[None, :] - b) / G
     return weights - weights.sum(axis=1, keepdims=True) * softmax(z)[None, :]
 
 
 def expected_group_gradient(logits, rewards, G: int) -> np.ndarray:
-    """E[group-mean-baseline estimate] over every group of G, exactly (chapter 9). Equals (1 - 1/G) grad J."""
+    """E[group-mean-baseline estimate] over every group of G, exactly (chapter 9).
+
+    Equals (1 - 1/G) grad J.
+    """
     z = logits_vector(logits)
     r = _reward_vector(rewards, z.size)
     counts, law = group_count_law(softmax(z), G)
     return law @ _count_gradients(z, r, counts)
+
+
+def group_estimator_moments(logits, rewards, G: int, baseline="mean") -> dict:
+    """Exact mean and spread of a group estimate, by enumerating every group of G (chapter 9).
+
+    The estimate is X = (1/G) sum_i (r_i - b_i) g(y_i) with ``baseline`` "mean" (b_i = rbar,
+    the group-mean baseline), "leave_one_out" (b_i = mean of the other G - 1 rewards; G >= 2)
+    or a number (a constant b, chapter 8). Over the multinomial law of ``group_count_law``:
+    ``mean`` E[X] (K,), ``total_variance`` E|X - E X|^2 (the trace of the covariance, as in
+    ``estimator_variance``) and ``mean_squared_error`` E|X - grad J|^2 = total variance + |bias|^2.
+    """
+    z = logits_vector(logits)
+    r = _reward_vector(rewards, z.size)
+    G = _group_size(G)
+    if isinstance(baseline, str):
+        if baseline not in ("mean", "leave_one_out"):
+            raise ValueError(f'baseline must be "mean", "leave_one_out" or a number, got {baseline!r}')
+        if baseline == "leave_one_out" and G < 2:
+            raise ValueError(f"G must be >= 2 for the leave-one-out baseline, got {G}")
+    else:
+        baseline = finite_real(baseline, "baseline")
+    counts, law = group_count_law(softmax(z), G)
+    estimates = _count_gradients(z, r, counts, baseline)
+    mean = law @ estimates
+    grad_J = gradient_by_enumeration(z, r)
+    return {"mean": mean,
+            "total_variance": float(law @ ((estimates - mean) ** 2).sum(axis=1)),
+            "mean_squared_error": float(law @ ((estimates - grad_J) ** 2).sum(axis=1))}
 
 
 def expected_policy_after_step(logits, rewards, G: int, lr: float) -> np.ndarray:

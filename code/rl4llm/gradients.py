@@ -14,16 +14,20 @@ from .distributions import onehot, softmax
 def sft_gradient(logits, target: int) -> np.ndarray:
     """d/dz of the SFT loss -ln softmax(z)[target] = pi - onehot(target) (chapter 4).
 
-    "Predicted minus true": the target's entry is pi(target) - 1 < 0, every other entry pi_i > 0.
+    "Predicted minus true": the target's entry is pi(target) - 1 < 0, every other
+    entry pi_i > 0.
     """
     z = logits_vector(logits)
-    return softmax(z) - onehot(index_in_range(target, "target", z.size), z.size)
+    target = index_in_range(target, "target", z.size)
+    return softmax(z) - onehot(target, z.size)
 
 
 def sft_step(logits, target: int, lr: float) -> np.ndarray:
-    """One SFT gradient-descent step on the logits: z - lr (pi - onehot(target)) (chapter 4)."""
+    """One SFT gradient-descent step on the logits (chapter 4):
+    z - lr (pi - onehot(target))."""
     lr = finite_real(lr, "lr")
-    return logits_vector(logits) - lr * sft_gradient(logits, target)
+    z = logits_vector(logits)
+    return z - lr * sft_gradient(z, target)
 
 
 def score(logits, y: int) -> np.ndarray:

@@ -18,8 +18,9 @@ def group_advantages(rewards, scale: bool = True, ddof: int = 0, eps: float = 1e
     """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13).
 
     ``rewards`` is shaped (..., G): the last axis is the group. ``ddof=0`` is the population std
-    (the default here); ``ddof=1`` is Bessel's sample std, which TRL uses. ``scale=False`` gives the
-    plain r_i - mean (Dr. GRPO). A group whose rewards are all equal carries no signal and gets
+    (the default here); ``ddof=1`` is Bessel's sample std, which TRL uses, with eps = 1e-4:
+    ``group_advantages(r, ddof=1, eps=1e-4)`` is TRL's ``scale_rewards="group"``. ``scale=False``
+    gives the plain r_i - mean (Dr. GRPO; TRL's ``scale_rewards="none"``). A group whose rewards are all equal carries no signal and gets
     exactly zero advantages, never NaN. Accepts numpy arrays (returns numpy) or torch tensors
     (returns a tensor on the same device).
     """
@@ -66,9 +67,12 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     aggregated over the unmasked tokens m_it by ``loss_type``:
 
     - ``"grpo"``: (1/B) sum_i [ sum_t m_it l_it / sum_t m_it ]   (mean per sequence, then over sequences)
-    - ``"bnpo"``, ``"dapo"``: sum_it m_it l_it / sum_it m_it      (one mean over all tokens)
+    - ``"bnpo"``, ``"dapo"``: sum_it m_it l_it / sum_it m_it      (one mean over all tokens;
+      in TRL the two agree only in one process without gradient accumulation)
     - ``"dr_grpo"``: sum_it m_it l_it / (B * max_completion_length)  (a constant normaliser)
 
+    The k3 term is plain (TRL's ``use_bias_correction_kl=False``): its expected gradient is that
+    of the forward KL(pi_ref || pi), although its value estimates KL(pi || pi_ref) (chapter 13).
     A row with no unmasked token contributes 0 (its normaliser is clamped to 1). ``stats`` holds
     ``clip_fraction`` (share of unmasked tokens where the clip binds: rho < 1 - eps_low with A < 0,
     or rho > 1 + eps_high with A > 0), ``mean_ratio``, and ``mean_kl`` (masked mean of k3 when

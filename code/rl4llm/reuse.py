@@ -30,9 +30,11 @@ def _out(x: np.ndarray):
 def importance_ratios(new_logits, old_logits) -> np.ndarray:
     """rho(y) = pi_new(y) / pi_old(y) for every answer y (chapter 10).
 
-    E_{y ~ pi_old}[rho(y) f(y)] = sum_y pi_old(y) (pi_new(y) / pi_old(y)) f(y) = E_{y ~ pi_new}[f(y)]:
-    samples from the old policy, reweighted by rho, estimate expectations under the new one.
-    Computed as exp(ln pi_new - ln pi_old), so it never divides by an underflowed probability.
+    E_{y ~ pi_old}[rho(y) f(y)]
+        = sum_y pi_old(y) (pi_new(y) / pi_old(y)) f(y) = E_{y ~ pi_new}[f(y)]:
+    samples from the old policy, reweighted by rho, estimate expectations under
+    the new one. Computed as exp(ln pi_new - ln pi_old), so it never divides by
+    an underflowed probability.
     """
     new = as_float_array(new_logits, "new_logits")
     old = as_float_array(old_logits, "old_logits")
@@ -46,9 +48,11 @@ def importance_weighted_variance(p_target, p_sample, rewards):
     w = p_target / p_sample. The mean is J = sum_y p_target(y) r(y) whatever p_sample is (the
     identity); the variance is sum_y p_target(y)^2 r(y)^2 / p_sample(y) - J^2. With
     p_sample = p_target (on-policy, every w = 1) it is the plain variance of r under p_target.
-    Divide by G for the variance of a group mean. ``inf`` when p_sample misses an answer that
-    p_target rewards (that answer can never be drawn, so no reweighting can recover it).
-    One pair of 1-D policies gives a float; a batch (..., n) of pairs gives an array (...).
+    Any function of the answer can stand in for the rewards (chapter 10's exercise passes 1 - r,
+    the indicator of a wrong answer). Divide by G for the variance of a group mean. ``inf`` when
+    p_sample misses an answer that p_target rewards (that answer can never be drawn, so no
+    reweighting can recover it). One pair of 1-D policies gives a float; a batch (..., n) of pairs
+    gives an array (...).
     """
     p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards, batch=True)
     needed = p_target * r != 0
@@ -187,22 +191,28 @@ def policy_kl(p_logits, q_logits) -> float:
 
 
 def fisher_matrix(logits) -> np.ndarray:
-    """The Fisher information of a tabular softmax policy in its logits: F = diag(pi) - pi pi^T.
+    """Fisher information of a tabular softmax policy in its logits (chapter 11).
 
-    F = E_y[score(y) score(y)^T]; it is the curvature of the KL at zero step:
-    KL(pi_z || pi_{z + d}) = (1/2) d^T F d + O(|d|^3) (chapter 11). F is singular along the
-    all-ones direction, the one shift of the logits that leaves pi unchanged.
+    F = diag(pi) - pi pi^T = E_y[score(y) score(y)^T], the curvature of the KL at
+    zero step: KL(pi_z || pi_{z + d}) = (1/2) d^T F d + O(|d|^3). F is singular:
+    F 1 = pi - pi (sum_y pi(y)) = 0, because adding one constant to every logit
+    leaves pi unchanged. With every pi(y) > 0 that is its only null direction
+    (rank n - 1), so F has no inverse, only a pseudo-inverse F^+.
     """
     pi = softmax(_vector(logits, "logits"))
     return np.diag(pi) - np.outer(pi, pi)
 
 
 def conjugate_gradient(matrix, b, iters: int = 10, tol: float = 1e-10) -> np.ndarray:
-    """Solve matrix x = b by conjugate gradients, using only products ``matrix @ v`` (chapter 11).
+    """Solve matrix x = b by conjugate gradients, using only matrix @ v (chapter 11).
 
-    TRPO never forms the Fisher matrix of a large network; it only multiplies by it, which is all
-    this method needs. For a positive semi-definite matrix and b in its range it converges to the
-    minimum-norm solution; ``iters`` caps the work (TRPO typically uses about 10).
+    TRPO never forms the Fisher matrix of a large network; it only multiplies
+    by it, which is all this method needs. Started from x = 0, every iterate is
+    a combination of b, A b, A^2 b, ..., so for a positive semi-definite matrix
+    A and b in its range it stays in that range and converges to the
+    minimum-norm solution A^+ b (the pseudo-inverse). For b outside the range
+    there is no solution and the iterates blow up. ``iters`` caps the work
+    (TRPO typically uses about 10).
     """
     A = as_float_array(matrix, "matrix", ndim_min=2)
     b = as_float_array(b, "b")
@@ -232,10 +242,19 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
     """One TRPO step on a tabular softmax policy (chapter 11).
 
     Maximise g^T d subject to KL(pi_z || pi_{z+d}) <= delta, approximately:
-    1. natural direction s solving F s = g by conjugate gradients (F: ``fisher_matrix``);
-    2. the largest step that meets the quadratic KL model: d = sqrt(2 delta / s^T F s) s;
-    3. line search: shrink d by ``backtrack`` until the exact KL is <= delta.
-    Returns the new logits, the exact KL, the step fraction kept and the backtracks used.
+    1. natural direction s = F^+ g, with F = ``fisher_matrix`` and F^+ its
+       pseudo-inverse. F is singular (F 1 = 0: shifting every logit by one
+       constant leaves pi unchanged), so F s = g has a line of solutions
+       s + c 1, all the same policy step; F^+ g is the one orthogonal to 1.
+       Computed by conjugate gradients from s = 0 on g minus its mean (F^+
+       ignores g's all-ones part, and a policy gradient has none): the
+       iterates then never leave the subspace orthogonal to 1;
+    2. the largest step that meets the quadratic KL model:
+       d = sqrt(2 delta / s^T F s) s;
+    3. line search: shrink d by ``backtrack`` until the exact KL is <= delta
+       (full TRPO also requires the surrogate to improve; this checks the KL).
+    Returns the new logits, the exact KL, the step fraction kept and the
+    backtracks used (fraction 0 and the old logits if no step met the bound).
     """
     z = _vector(logits, "logits")
     g = as_float_array(gradient, "gradient")
@@ -244,7 +263,7 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
     backtrack = real_in_range(backtrack, "backtrack", 0.0, 1.0, low_open=True, high_open=True)
     max_backtracks = integer_at_least(max_backtracks, "max_backtracks", 0)
     F = fisher_matrix(z)
-    s = conjugate_gradient(F, g, iters=z.size)
+    s = conjugate_gradient(F, g - g.mean(), iters=z.size)     # s = F^+ g
     curvature = float(s @ F @ s)
     if curvature <= 0:
         return {"logits": z.copy(), "kl": 0.0, "fraction": 0.0, "backtracks": 0}
@@ -253,9 +272,11 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
     for n in range(max_backtracks + 1):
         kl = policy_kl(z, z + fraction * step)
         if kl <= delta:
-            return {"logits": z + fraction * step, "kl": kl, "fraction": fraction, "backtracks": n}
+            return {"logits": z + fraction * step, "kl": kl,
+                    "fraction": fraction, "backtracks": n}
         fraction *= backtrack
-    return {"logits": z.copy(), "kl": 0.0, "fraction": 0.0, "backtracks": max_backtracks}
+    return {"logits": z.copy(), "kl": 0.0,
+            "fraction": 0.0, "backtracks": max_backtracks}
 
 
 # --------------------------------------------------------------------------- PPO's clip
@@ -276,11 +297,14 @@ def _ratio_advantage(ratio, advantage):
 
 
 def clipped_objective(ratio, advantage, eps, eps_high=None):
-    """PPO's clipped surrogate min(rho A, clip(rho, 1 - eps, 1 + eps_high) A), elementwise (chapter 11).
+    """PPO's clipped surrogate, elementwise (chapter 11), to be maximised:
 
-    To be maximised. ``eps_high`` defaults to ``eps`` (DAPO's clip-higher sets it larger). With
-    eps = 0.2: A = +0.8, rho = 2 gives 0.96 (capped); A = -0.2 gives -0.16 at rho = 0.5 (capped)
-    and -0.40 at rho = 2 (not capped). Scalars in, float out; arrays in, array out.
+    min(rho A, clip(rho, 1 - eps, 1 + eps_high) A).
+
+    ``eps_high`` defaults to ``eps`` (DAPO's clip-higher sets it larger). With
+    eps = 0.2: A = +0.8, rho = 2 gives 0.96 (capped); A = -0.2 gives -0.16 at
+    rho = 0.5 (capped) and -0.40 at rho = 2 (not capped). Scalars in, float
+    out; arrays in, array out.
     """
     rho, A = _ratio_advantage(ratio, advantage)
     low, high = _eps_pair(eps, eps_high, "eps")
@@ -288,11 +312,11 @@ def clipped_objective(ratio, advantage, eps, eps_high=None):
 
 
 def clip_binds(ratio, advantage, eps_low, eps_high=None) -> np.ndarray:
-    """Boolean mask: where the clip is the active term of the min, so the gradient is zero (chapter 11).
+    """Where the clip is the active term of the min, so the gradient is 0 (chapter 11).
 
-    True iff rho > 1 + eps_high with A > 0 (a good answer already pushed up enough), or
-    rho < 1 - eps_low with A < 0 (a bad answer already pushed down enough). Never on the side
-    that corrects the ratio back toward 1.
+    True iff rho > 1 + eps_high with A > 0 (a good answer already pushed up
+    enough), or rho < 1 - eps_low with A < 0 (a bad answer already pushed down
+    enough). Never on the side that corrects the ratio back toward 1.
     """
     rho, A = _ratio_advantage(ratio, advantage)
     return _binds(rho, A, *_eps_pair(eps_low, eps_high))
@@ -303,17 +327,24 @@ def _binds(rho: np.ndarray, A: np.ndarray, low: float, high: float) -> np.ndarra
 
 
 def clipped_objective_grad(ratio, advantage, eps, eps_high=None):
-    """d/d rho of ``clipped_objective``: A where the unclipped term rho A is active, else 0 (chapter 11).
+    """d/d rho of ``clipped_objective`` (chapter 11).
 
-    At the band's edge (rho = 1 +- eps exactly) both terms agree and the value is A, the derivative
-    from inside the band.
+    A where the unclipped term rho A is active, 0 where the clip binds. At the
+    band's edge (rho = 1 +- eps exactly) both terms agree and the value is A,
+    the derivative from inside the band.
     """
     rho, A = _ratio_advantage(ratio, advantage)
     return _out(np.where(_binds(rho, A, *_eps_pair(eps, eps_high, "eps")), 0.0, A))
 
 
 def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
-    """Share of samples where the clip binds (see ``clip_binds``): PPO's standard diagnostic (chapter 11)."""
+    """Share of samples where the clip binds (see ``clip_binds``): PPO's diagnostic (chapter 11).
+
+    Counts only binding clips, as TRL's GRPO logs its clip ratio. CleanRL's PPO logs
+    mean(|rho - 1| > eps) instead, which also counts ratios outside the band on the side the
+    clip leaves alone (rho < 1 - eps with A > 0, rho > 1 + eps with A < 0), so it is never
+    smaller than this.
+    """
     return float(np.mean(clip_binds(ratio, advantage, eps_low, eps_high)))
 
 
@@ -351,22 +382,30 @@ def clipped_surrogate_gradient(logits, old_logits, samples, advantages, eps_low,
                                eps_high=None) -> np.ndarray:
     """grad_z of ``clipped_surrogate`` for a tabular softmax policy (chapter 11).
 
-    Chain rule through rho_i = pi(y_i) / pi_old(y_i): d rho_i / dz = rho_i score(z, y_i), with
-    score(z, y) = onehot(y) - pi the score of chapter 7, so
-    grad L = (1/G) sum_i c_i rho_i (onehot(y_i) - pi), with c_i = ``clipped_objective_grad`` (A_i, or 0
-    where the clip binds). At z = z_old every rho_i = 1, nothing binds, and this is the
-    REINFORCE gradient (1/G) sum_i A_i score(y_i).
+    Chain rule through rho_i = pi(y_i) / pi_old(y_i):
+    d rho_i / dz = rho_i score(z, y_i), with score(z, y) = onehot(y) - pi the
+    score of chapter 7, so
+
+        grad L = (1/G) sum_i c_i rho_i (onehot(y_i) - pi),
+
+    with c_i = ``clipped_objective_grad`` (A_i, or 0 where the clip binds). At
+    z = z_old every rho_i = 1, nothing binds, and this is the REINFORCE
+    gradient (1/G) sum_i A_i score(y_i).
     """
     z, z_old, ys, A = _group(logits, old_logits, samples, advantages)
-    return _surrogate_gradient(z, log_softmax(z_old), ys, A, *_eps_pair(eps_low, eps_high))
+    eps_low, eps_high = _eps_pair(eps_low, eps_high)
+    return _surrogate_gradient(z, log_softmax(z_old), ys, A, eps_low, eps_high)
 
 
 def _surrogate_gradient(z, old_logp, ys, A, eps_low, eps_high) -> np.ndarray:
-    """``clipped_surrogate_gradient`` on validated inputs, given ln pi_old; all G samples at once."""
+    """``clipped_surrogate_gradient`` on checked inputs, given ln pi_old.
+
+    All G samples at once: row i of ``scores`` is score(z, y_i) = onehot(y_i) - pi.
+    """
     logp = log_softmax(z)
-    rho = np.exp(logp[ys] - old_logp[ys])             # importance_ratios(z, z_old)[ys]
+    rho = np.exp(logp[ys] - old_logp[ys])       # importance_ratios(z, z_old)[ys]
     weight = clipped_objective_grad(rho, A, eps_low, eps_high) * rho
-    scores = np.eye(z.size)[ys] - np.exp(logp)        # row i: score(z, y_i) = onehot(y_i) - pi
+    scores = np.eye(z.size)[ys] - np.exp(logp)
     return weight @ scores / ys.size
 
 

@@ -6,22 +6,26 @@ Three pieces, each built from the library's own functions (no formula is re-deri
   a group of G answers (``sample_groups``), scores them with the verifier's rewards, turns the
   rewards into ``group_advantages`` and takes K clipped inner steps
   (``clipped_surrogate_gradient``), optionally with a KL-to-reference penalty (weight beta) and an
-  entropy bonus. It logs pi(5), the entropy, KL(pi || pi_ref) and the clip fraction per step.
+  entropy bonus. It logs pi(5), the entropy, KL(pi || pi_ref), whether each group was flat, and
+  the clip fraction and the length of every inner step (so a saturated clip shows).
 - The KL-to-reference term: GRPO adds beta * k3 per sampled token, k3 = ref/pi - ln(ref/pi) - 1.
   The VALUE of k3 averages to the reverse KL(pi || pi_ref), but its expected GRADIENT (samples held
   fixed, as autograd sees them) is the gradient of the FORWARD KL(pi_ref || pi) = pi - pi_ref.
-  ``k3_loss_gradient`` measures it through ``grpo_loss`` and autograd; ``forward_kl_gradient`` and
-  ``reverse_kl_gradient`` are the two candidates.
+  ``k3_loss_gradient`` measures it through ``grpo_loss`` and autograd (and, with
+  ``bias_correction=True``, TRL's rho * k3, whose gradient is the reverse KL's);
+  ``forward_kl_gradient`` and ``reverse_kl_gradient`` are the two candidates.
 - The two-step "5" / "05" toy (chapter 3's extension, with every path spelled out) for per-token
   ratios (``two_step_inner_steps``), and ``aggregation_weights``: the gradient that each
   ``loss_type`` of ``grpo_loss`` puts on each token of a group of short and long answers.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from ._checks import (finite_real, integer_at_least, logits_array, positive_real, real_in_range,
+from ._checks import (integer_at_least, logits_array, logits_vector, positive_real, real_in_range,
                       same_shape)
 from .distributions import entropy, kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
@@ -37,13 +41,6 @@ def _vector(logits, name: str) -> np.ndarray:
     if z.ndim != 1:
         raise ValueError(f"{name} must be a 1-D vector of logits, got shape {z.shape}")
     return z
-
-
-def _non_negative(x, name: str) -> float:
-    value = finite_real(x, name)
-    if value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
-    return value
 
 
 def _eps(eps_low, eps_high) -> tuple[float, float | None]:
@@ -99,86 +96,123 @@ def entropy_gradient(logits) -> np.ndarray:
     return -pi * (log_pi - pi @ log_pi)
 
 
-def k3_loss_gradient(logits, ref_logits, samples) -> dict:
-    """The k3 penalty of ``grpo_loss`` on one-token answers, and its gradient by autograd (chapter 13).
+def k3_loss_gradient(logits, ref_logits, samples, bias_correction: bool = False) -> dict:
+    """The k3 penalty on one-token answers, and its gradient by autograd (chapter 13).
 
     Each sampled answer y_i is a row of length 1 with advantage 0, so ``grpo_loss`` (beta = 1,
-    loss_type "grpo") is exactly the mean of k3(y_i) = pi_ref(y_i)/pi(y_i) - ln(pi_ref(y_i)/pi(y_i)) - 1.
+    loss_type "grpo") is exactly the mean of
+    k3(y_i) = pi_ref(y_i)/pi(y_i) - ln(pi_ref(y_i)/pi(y_i)) - 1.
     Returns ``value`` (that mean: an estimate of the reverse KL(pi || pi_ref) when y_i ~ pi) and
     ``gradient`` (d value / d z by autograd: an estimate of grad KL(pi_ref || pi) = pi - pi_ref,
-    the FORWARD direction). With ``samples`` holding each answer in proportion to pi, both are exact.
+    the FORWARD direction). With ``samples`` holding each answer in proportion to pi, both are
+    exact.
+
+    ``bias_correction=True`` is TRL's ``use_bias_correction_kl``: the mean of rho_i k3(y_i) with
+    rho_i = exp(ln pi(y_i) - sg(ln pi(y_i))) (1 in value, so the value is unchanged). The gradient
+    through rho adds k3(y_i) grad ln pi(y_i), and the sum estimates grad KL(pi || pi_ref): the
+    REVERSE direction (``reverse_kl_gradient``).
     """
     z = _vector(logits, "logits")
     z_ref = _vector(ref_logits, "ref_logits")
     same_shape(z, z_ref, "logits", "ref_logits")
     ys = np.asarray(samples)
-    if ys.ndim != 1 or ys.size == 0 or not np.issubdtype(ys.dtype, np.integer) or ys.min() < 0 or ys.max() >= z.size:
+    if (ys.ndim != 1 or ys.size == 0 or not np.issubdtype(ys.dtype, np.integer)
+            or ys.min() < 0 or ys.max() >= z.size):
         raise ValueError(f"samples must be a non-empty 1-D array of answer indices in [0, {z.size - 1}]")
+    if not isinstance(bias_correction, (bool, np.bool_)):
+        raise ValueError(f"bias_correction must be True or False, got {bias_correction!r}")
     zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
     index = torch.as_tensor(ys)
     logp = torch.log_softmax(zt, dim=0)[index].unsqueeze(1)
     ref_logp = torch.tensor(log_softmax(z_ref)[ys], dtype=torch.float64).unsqueeze(1)
-    loss, _ = grpo_loss(logp, logp.detach(), torch.zeros(ys.size, dtype=torch.float64), torch.ones_like(logp),
-                        beta=1.0, ref_logp=ref_logp, loss_type="grpo")
+    if bias_correction:
+        x = ref_logp - logp
+        rho = torch.exp(logp - logp.detach())
+        loss = (rho * (torch.exp(x) - x - 1)).mean()
+    else:
+        loss, _ = grpo_loss(logp, logp.detach(), torch.zeros(ys.size, dtype=torch.float64),
+                            torch.ones_like(logp), beta=1.0, ref_logp=ref_logp, loss_type="grpo")
     loss.backward()
     return {"value": float(loss.detach()), "gradient": zt.grad.numpy().copy()}
 
 
 # ----------------------------------------------------------------------------- the GRPO loop on the toy
-def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0, eps_low: float = 0.2,
-                 eps_high: float | None = None, scale: bool = True, ddof: int = 0, beta: float = 0.0,
-                 entropy_coef: float = 0.0, seed: int = 0, logits=LOGITS, rewards=REWARDS,
-                 ref_logits=None) -> dict:
+def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
+                 eps_low: float = 0.2, eps_high: float | None = None,
+                 scale: bool = True, ddof: int = 0, beta: float = 0.0,
+                 entropy_coef: float = 0.0, seed: int = 0, logits=LOGITS,
+                 rewards=REWARDS, ref_logits=None,
+                 kl_direction: str = "forward") -> dict:
     """The full GRPO loop on the tabular toy, seeded (chapter 13).
 
-    For each of ``steps`` steps: z_old = z (frozen); y_1..y_G ~ softmax(z_old) (``sample_groups``);
-    A = ``group_advantages``(r(y), scale, ddof); then K inner steps of gradient ASCENT
+    For each of ``steps`` steps: z_old = z (frozen); y_1..y_G ~ softmax(z_old)
+    (``sample_groups``); A = ``group_advantages``(r(y), scale, ddof); then K inner
+    steps of gradient ASCENT
 
-        z <- z + lr * [ grad L_clip(z; z_old, y, A) - beta (pi - pi_ref) + entropy_coef grad H(pi) ],
+        z <- z + lr * [grad L_clip(z; z_old, y, A) - beta grad KL + c grad H(pi)],
 
-    with L_clip the group's clipped surrogate (``clipped_surrogate_gradient``), pi - pi_ref the
-    expected gradient of GRPO's k3 penalty (the forward KL(pi_ref || pi): ``forward_kl_gradient``)
-    and grad H the entropy bonus (``entropy_gradient``). pi_ref = softmax(``ref_logits``), by default
-    the starting policy. K = 1 is the plain on-policy loop: rho = 1 and the clip never binds.
+    with L_clip the group's clipped surrogate (``clipped_surrogate_gradient``), c =
+    ``entropy_coef`` and grad H the entropy bonus (``entropy_gradient``). grad KL is
+    the exact expected gradient of GRPO's k3 penalty, the FORWARD KL(pi_ref || pi):
+    pi - pi_ref (``forward_kl_gradient``). With ``kl_direction="reverse"`` it is the
+    gradient of KL(pi || pi_ref) (``reverse_kl_gradient``), which TRL's default
+    ``use_bias_correction_kl=True`` follows. pi_ref = softmax(``ref_logits``), by
+    default the starting policy. K = 1 is the plain on-policy loop (rho = 1).
 
-    Returns a dict of arrays, row t = after t steps (length steps + 1; clip fraction: length
-    ``steps``, the mean over the K inner steps of the share of the group where the clip binds):
-    ``pi_correct`` (the mass on the best-rewarded answer(s): pi(5) on the toy), ``J`` (sum pi r),
-    ``entropy``,
-    ``kl_ref`` (KL(pi || pi_ref), the value the k3 estimate tracks and TRL logs), ``clip_fraction``
-    and ``logits`` (steps + 1, n).
+    Returns a dict of arrays. Row t = after t steps (length steps + 1):
+    ``pi_correct`` (the mass on the best-rewarded answer(s): pi(5) on the toy),
+    ``J`` (sum pi r), ``entropy``, ``kl_ref`` (KL(pi || pi_ref), the value that the
+    k3 estimate tracks and TRL logs) and ``logits``. Row t = step t + 1 (length
+    ``steps``): ``zero_std`` (1.0 if the group's rewards were all equal: no signal;
+    TRL logs the share as ``frac_reward_zero_std``); ``inner_clip_fraction``
+    (steps, K), the share of the group where the clip binds at the start of inner
+    step k (0 for k = 1, where rho = 1); ``inner_step_size`` (steps, K), the length
+    of inner step k's change of the logits; ``clip_fraction``, the mean of
+    ``inner_clip_fraction`` over the K inner steps.
     """
     G = integer_at_least(G, "G", 2)
     steps = integer_at_least(steps, "steps", 1)
     K = integer_at_least(K, "K", 1)
     lr = positive_real(lr, "lr")
-    eps_low, eps_high = _eps(eps_low, eps_high)
-    ddof = _ddof(ddof)
-    beta = _non_negative(beta, "beta")
-    entropy_coef = _non_negative(entropy_coef, "entropy_coef")
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    z = _vector(logits, "logits").copy()
+    eps_low = real_in_range(eps_low, "eps_low", 0.0, 1.0, low_open=True, high_open=True)
+    real_in_range(eps_low if eps_high is None else eps_high, "eps_high", 0.0, 1.0,
+                  low_open=True, high_open=True)
+    if isinstance(ddof, bool) or ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std), got {ddof!r}")
+    beta = real_in_range(beta, "beta", 0.0, math.inf)
+    entropy_coef = real_in_range(entropy_coef, "entropy_coef", 0.0, math.inf)
+    if kl_direction not in ("forward", "reverse"):
+        raise ValueError(f"kl_direction must be 'forward' or 'reverse', got {kl_direction!r}")
+    z = logits_vector(logits, "logits").copy()
     r = logits_array(rewards, "rewards")
+    z_ref = z.copy() if ref_logits is None else logits_vector(ref_logits, "ref_logits")
     same_shape(z, r, "logits", "rewards")
-    z_ref = z.copy() if ref_logits is None else _vector(ref_logits, "ref_logits")
     same_shape(z, z_ref, "logits", "ref_logits")
+    eps_high = eps_low if eps_high is None else float(eps_high)
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    kl_gradient = {"forward": forward_kl_gradient,
+                   "reverse": reverse_kl_gradient}[kl_direction]
 
-    path, clip_fractions = [z.copy()], []
+    path, zero_std, clip_fractions, step_sizes = [z.copy()], [], [], []
     for _ in range(steps):
         z_old = z.copy()
         ys = sample_groups(softmax(z_old), G, 1, rng)[0]
-        A = group_advantages(r[ys], scale=bool(scale), ddof=ddof)
-        inner_clip = []
+        A = group_advantages(r[ys], scale=bool(scale), ddof=int(ddof))
+        zero_std.append(float(r[ys].max() == r[ys].min()))
+        inner_clip, inner_size = [], []
         for _ in range(K):
-            inner_clip.append(clip_fraction(importance_ratios(z, z_old)[ys], A, eps_low, eps_high))
+            rho = importance_ratios(z, z_old)[ys]
+            inner_clip.append(clip_fraction(rho, A, eps_low, eps_high))
             ascent = clipped_surrogate_gradient(z, z_old, ys, A, eps_low, eps_high)
             if beta > 0:
-                ascent = ascent - beta * forward_kl_gradient(z, z_ref)
+                ascent = ascent - beta * kl_gradient(z, z_ref)
             if entropy_coef > 0:
                 ascent = ascent + entropy_coef * entropy_gradient(z)
             z = z + lr * ascent
+            inner_size.append(float(np.linalg.norm(lr * ascent)))
         path.append(z.copy())
-        clip_fractions.append(float(np.mean(inner_clip)))
+        clip_fractions.append(inner_clip)
+        step_sizes.append(inner_size)
     path = np.array(path)
     probs = softmax(path)
     pi_ref = softmax(z_ref)
@@ -187,7 +221,10 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0, eps_l
         "J": probs @ r,
         "entropy": np.array([entropy(p) for p in probs]),
         "kl_ref": np.array([kl_divergence(p, pi_ref) for p in probs]),
-        "clip_fraction": np.array(clip_fractions),
+        "zero_std": np.array(zero_std),
+        "inner_clip_fraction": np.array(clip_fractions),
+        "inner_step_size": np.array(step_sizes),
+        "clip_fraction": np.array(clip_fractions).mean(axis=1),
         "logits": path,
     }
 

@@ -33,11 +33,12 @@ def parse_addition_prompt(prompt: str) -> tuple[int, int]:
 def addition_reward(prompt: str, completion) -> float:
     """r = 1.0 if the completion is the sum asked by the prompt, else 0.0 (chapter 5).
 
-    The completion is read up to the first ``EOS_MARKER``, surrounding whitespace ignored, and must
-    then be one or more ASCII digits whose value is a + b. Leading zeros count (``"05"`` is 5);
-    a sign, decimal point, exponent, inner space or non-ASCII digit does not. The comparison is
-    on digit strings (leading zeros stripped), never ``int()`` of the completion and never
-    ``eval``, so a million digits cost one linear scan and nothing raises.
+    The completion is read up to the first ``EOS_MARKER``, surrounding whitespace
+    ignored, and must then be one or more ASCII digits whose value is a + b. Leading
+    zeros count (``"05"`` is 5); a sign, decimal point, exponent, inner space or
+    non-ASCII digit does not. The comparison is on digit strings (leading zeros
+    stripped), never ``int()`` of the completion and never ``eval``, so a million
+    digits cost one linear scan and nothing raises.
     """
     a, b = parse_addition_prompt(prompt)
     if not isinstance(completion, str):

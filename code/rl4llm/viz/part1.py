@@ -6,7 +6,7 @@ import numpy as np
 from ..distributions import decode_probs, entropy, log_softmax, softmax
 from ..gradients import sft_step
 from ..toy import CORRECT, LOGITS, VOCAB, two_token_paths
-from ..two_strings import training_curves
+from ..two_strings import training_curves, two_spellings
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
 
@@ -50,23 +50,36 @@ def _token_bars(ax, probs, *, outline=None, outline_label=None) -> None:
 
 
 def draw_p5_vs_temperature(fig, temperature: float | None = None) -> None:
-    """P(5) = softmax(z / T)[5] against T on a log axis, its maximum at T = 2 marked (chapter 2)."""
+    """P(5) = softmax(z / T)[5] against T on a log axis (left), and the flat top of the same curve
+    magnified (right), where the maximum 0.2071 at T = 2 sits just above the limit 0.2 (chapter 2)."""
     p5 = softmax(LOGITS[None, :] / TEMPERATURE_GRID[:, None])[:, CORRECT]
     best = int(np.argmax(p5))
-    ax = fig.add_subplot(1, 1, 1)
-    ax.semilogx(TEMPERATURE_GRID, p5, color=CORRECT_COLOR, lw=2, label="P(5) at temperature T")
-    ax.axhline(p5[best], color="black", ls=":", lw=1, label=f"best any T can do: {p5[best]:.4f}")
-    for t in (0.5, 1.0, 2.0):
-        value = softmax(LOGITS, t)[CORRECT]
-        ax.plot(t, value, "o", color="black", ms=5)
-        ax.annotate(f"T = {t:g}: {value:.4f}", (t, value), textcoords="offset points", xytext=(6, -14), fontsize=9)
-    if temperature is not None:
-        ax.axvline(temperature, color=PALETTE["blue"], lw=1, label=f"slider T = {temperature:g}")
-    ax.set_ylim(0, 0.25)
-    ax.set_xlabel("temperature T (log scale)")
-    ax.set_ylabel("P(5)")
-    ax.set_title(f"No temperature lifts P(5) above {p5[best]:.4f} (at T = {TEMPERATURE_GRID[best]:.3g})")
-    ax.legend(loc="lower right")
+    marks = {t: float(softmax(LOGITS, t)[CORRECT]) for t in (0.5, 1.0, 2.0)}
+    full, zoom = fig.subplots(1, 2)
+    for ax in (full, zoom):
+        ax.semilogx(TEMPERATURE_GRID, p5, color=CORRECT_COLOR, lw=2, label="P(5) at temperature T")
+        ax.axhline(p5[best], color="black", ls=":", lw=1, label=f"the most any T gives: {p5[best]:.4f}")
+        if temperature is not None:
+            ax.axvline(temperature, color=PALETTE["blue"], lw=1, label=f"slider T = {temperature:g}")
+        ax.set_xlabel("temperature T (log scale)")
+    full.plot(0.5, marks[0.5], "o", color="black", ms=5)
+    full.annotate(f"T = 0.5: {marks[0.5]:.4f}", (0.5, marks[0.5]), textcoords="offset points", xytext=(8, -6),
+                  fontsize=9)
+    full.set_ylim(0, 0.25)
+    full.set_ylabel("P(5)")
+    full.set_title("the whole curve", fontsize=10)
+    full.legend(loc="lower right", fontsize=8)
+    zoom.axhline(0.2, color=OTHER_COLOR, ls="--", lw=1)
+    for t, (dx, dy) in ((1.0, (6, -10)), (2.0, (6, 5))):
+        zoom.plot(t, marks[t], "o", color="black", ms=5)
+        zoom.annotate(f"T = {t:g}: {marks[t]:.4f}", (t, marks[t]), textcoords="offset points", xytext=(dx, dy),
+                      fontsize=9)
+    zoom.annotate("T → ∞: 0.2", (80.0, 0.2), textcoords="offset points", xytext=(0, -12), fontsize=9, ha="right")
+    zoom.set_xlim(0.7, 80.0)
+    zoom.set_ylim(0.1955, 0.2095)
+    zoom.set_title("zoom: P(5) from 0.1955 to 0.2095", fontsize=10)
+    full.indicate_inset_zoom(zoom, edgecolor="black")
+    fig.suptitle(f"No temperature lifts P(5) above {p5[best]:.4f} (at T = {TEMPERATURE_GRID[best]:.3g})")
     fig.tight_layout()
 
 
@@ -157,16 +170,54 @@ def draw_kl_fits(fig, p, fits) -> None:
 
 
 def draw_training_curves(fig, lr: float = 1.0, steps: int = 25) -> None:
-    """P("5") and P("05") over exact updates: SFT on the label "5" vs RL on the verifier (chapter 5's slider)."""
+    """P("5"), P("05") and P(5 | 0) over exact updates of every logit of the two-step policy: SFT on
+    the label "5" (left) vs RL on the verifier's expected reward (right) (chapter 5's slider)."""
     curves = training_curves(lr, steps)
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, name, title in zip(axes, ("sft", "rl"), ('SFT on the label "5"', "RL on the verifier's reward")):
+    titles = ('SFT on the label "5"', "RL on the verifier (exact gradient)")
+    for ax, name, title in zip(axes, ("sft", "rl"), titles):
         ax.semilogy(curves["step"], curves[f"{name}_5"], color=CORRECT_COLOR, lw=2, label='P("5")')
         ax.semilogy(curves["step"], curves[f"{name}_05"], color=CORRECT_COLOR, lw=2, ls="--", label='P("05")')
-        ax.set_title(f"{title}\nP(\"05\"): {curves[f'{name}_05'][0]:.4f} → {curves[f'{name}_05'][-1]:.4f}",
-                     fontsize=10)
+        ax.semilogy(curves["step"], curves[f"{name}_5_after_0"], color=PALETTE["blue"], lw=1.5, ls=":",
+                    label="P(5 | 0)")
+        p05 = curves[f"{name}_05"]
+        ax.set_title(f'{title}\nP("05"): {p05[0]:.4f}, peak {p05.max():.4f}, end {p05[-1]:.4f}', fontsize=10)
         ax.set_xlabel(f"update step (lr = {lr:g})")
-    axes[0].set_ylabel("probability of the string (log scale)")
+    axes[0].set_ylabel("probability (log scale)")
     axes[0].set_ylim(1e-4, 1.0)
-    axes[0].legend(loc="lower left")
+    axes[0].legend(loc="lower left", fontsize=9)
+    fig.tight_layout()
+
+
+def draw_two_spellings(fig, pi_0: float = 0.1, p_5_after_0: float = 0.2) -> None:
+    """Chapter 3's slider: P("5") and P("05") as products of conditionals, when the first step gives
+    "0" probability ``pi_0`` and "0" is followed by "5" with probability ``p_5_after_0``.
+
+    Left: the two probabilities and their sum at the slider's values. Right: both against pi_0, at
+    the slider's P(5 | 0), the slider's pi_0 marked.
+    """
+    now = two_spellings(pi_0, p_5_after_0)
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
+    names = ['"5"', '"05"', "correct\n(either)"]
+    values = [now["5"], now["05"], now["correct"]]
+    bars = left.bar(names, values, color=[CORRECT_COLOR, CORRECT_COLOR, OTHER_COLOR], edgecolor="black",
+                    linewidth=0.6)
+    bars[1].set_hatch("//")
+    for i, p in enumerate(values):
+        left.annotate(f"{p:.4f}", (i, p), ha="center", va="bottom", fontsize=9)
+    left.set_ylim(0, 1.0)
+    left.set_ylabel("probability")
+    left.set_title(f"π(0) = {pi_0:.2f}, P(5 | 0) = {p_5_after_0:.2f}", fontsize=10)
+    grid = np.linspace(0.0, 1.0, 101)
+    sweep = [two_spellings(q, p_5_after_0) for q in grid]
+    right.plot(grid, [s["5"] for s in sweep], color=CORRECT_COLOR, lw=2, label='P("5") = π(5) × 0.8')
+    right.plot(grid, [s["05"] for s in sweep], color=CORRECT_COLOR, lw=2, ls="--",
+               label=f'P("05") = π(0) × {p_5_after_0:.2f} × 1')
+    right.axvline(pi_0, color=PALETTE["blue"], lw=1, label=f"slider π(0) = {pi_0:.2f}")
+    right.plot([pi_0, pi_0], [now["5"], now["05"]], "o", color="black", ms=5)
+    right.set_xlim(0, 1)
+    right.set_ylim(0, 1.0)
+    right.set_xlabel('first-step probability π(0) of the token "0"')
+    right.set_title("the first factor moves, the later ones stay", fontsize=10)
+    right.legend(loc="upper center", fontsize=8, frameon=True, framealpha=0.9, edgecolor="none")
     fig.tight_layout()

@@ -7,17 +7,19 @@ import functools
 import math
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ..estimators import (estimator_variance, gradient_by_enumeration, gradient_by_finite_differences,
                           gradient_samples, jhat_study, variance_curve)
 from ..gradients import policy_gradient
 from ..onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
+from ..statistics import t_quantile
 from ..toy import CORRECT, LOGITS, REWARDS, VOCAB
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
 #: Defaults of the "a single run proves nothing" study of chapter 6 (G, lr, steps of each run).
 SEED_RUN = {"G": 4, "lr": 1.0, "steps": 10}
-#: Runs used as the reference noise floor in chapter 6.
+#: Runs used to measure the reference spread sigma of one run in chapter 6.
 REFERENCE_RUNS = 2000
 
 
@@ -60,28 +62,34 @@ def draw_jhat_panels(fig, Gs=(1, 4, 64), p: float = 0.2, n_groups: int = 4000, s
 
 
 @functools.lru_cache(maxsize=8)
-def noise_floor(seed: int) -> float:
-    """The spread (std) of the final pi(5) over ``REFERENCE_RUNS`` runs of ``SEED_RUN``; computed once per seed."""
+def reference_spread(seed: int) -> float:
+    """sigma: the std of the final pi(5) over ``REFERENCE_RUNS`` runs of ``SEED_RUN`` (cached)."""
     return seed_study(REFERENCE_RUNS, seed=seed, **SEED_RUN)["std"]
 
 
 def draw_seeds(fig, n_seeds: int, seed: int = 0) -> None:
-    """Chapter 6 slider: n_seeds identical runs, their mean +- 2 standard errors, and the 1/sqrt(n) law."""
+    """Chapter 6 slider: n_seeds identical runs, a 95% t interval for their mean, the 1/sqrt(n) law.
+
+    The interval is mean +- t_{0.975, n-1} SE: with few seeds the t quantile is far above 2
+    (12.7 at n = 2, 3.18 at n = 4), and "+- 2 SE" would be too narrow.
+    """
     n_seeds = int(n_seeds)
     study = seed_study(n_seeds, seed=seed, **SEED_RUN)
-    floor = noise_floor(seed + 1)
+    sigma = reference_spread(seed + 1)
+    half_width = t_quantile(0.975, n_seeds - 1) * study["standard_error"]
     left, right = fig.subplots(1, 2)
     left.plot(np.arange(1, n_seeds + 1), study["finals"], "o", color=CORRECT_COLOR, ms=4)
     left.axhline(study["mean"], color="black", lw=1)
-    left.axhspan(study["mean"] - 2 * study["standard_error"], study["mean"] + 2 * study["standard_error"],
-                 color=PALETTE["grey"], alpha=0.3, label="mean +- 2 SE")
+    left.axhspan(study["mean"] - half_width, study["mean"] + half_width, color=PALETTE["grey"],
+                 alpha=0.3, label="95% interval of the mean (t)")
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_xlabel("run (seed)")
     left.set_ylabel("final pi(5)")
     left.set_ylim(0.2, 1.0)
     left.legend(fontsize=8, loc="lower right")
     left.set_title(f"{n_seeds} runs: spread {study['std']:.3f}")
     n = np.arange(2, 129)
-    right.loglog(n, floor / np.sqrt(n), color=PALETTE["blue"], label="noise floor / sqrt(n)")
+    right.loglog(n, sigma / np.sqrt(n), color=PALETTE["blue"], label="sigma / sqrt(n)")
     right.loglog([n_seeds], [study["standard_error"]], "o", color=PALETTE["vermillion"], label="these runs")
     right.set_xlabel("number of seeds n")
     right.set_ylabel("standard error of the mean")
@@ -178,7 +186,7 @@ def draw_baseline(fig, offset: float, baseline: float) -> None:
     ax.set_xlabel("baseline b (reward units)")
     ax.set_ylabel("total variance (trace of covariance)")
     ax.set_ylim(0.05, 300)
-    ax.set_title(f"Grader {offset:g}/{offset + 1:g}: your b has {here / curve['variance_mean']:.1f}x "
+    ax.set_title(f"Grader {offset:g}/{offset + 1:g}, b = {baseline:g}: {here / curve['variance_mean']:.1f}x "
                  "the mean baseline's variance", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
@@ -191,7 +199,7 @@ def draw_learning(fig, G: int, lr: float, steps: int = 30, n_seeds: int = 100, s
     band = learning_curve_band(G, lr, steps, n_seeds, seed)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
     top.fill_between(band["step"], band["low"], band["high"], color=CORRECT_COLOR, alpha=0.2,
-                     label="10-90% of runs")
+                     label="10-90% of runs (their spread)")
     top.plot(band["step"], band["curves"][:5].T, color=CORRECT_COLOR, lw=0.6, alpha=0.6)
     top.plot(band["step"], band["median"], color=CORRECT_COLOR, lw=2.5, label=f"median of {n_seeds} runs")
     top.set_ylim(0, 1)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, advantage_table
 from ..reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clipped_objective, clipped_objective_grad, drift_case,
-                     drift_variance_ratio,                      ppo_inner_steps)
+                     drift_variance_ratio, ppo_inner_steps)
 from ..toy import CORRECT, LOGITS, VOCAB
 from .style import CORRECT_COLOR, PALETTE
 

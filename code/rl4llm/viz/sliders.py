@@ -9,6 +9,8 @@ A chapter writes one pure function in the library that computes the numbers, and
 """
 from __future__ import annotations
 
+import base64
+import io
 import re
 from html import escape
 from typing import Callable, Iterable, Mapping, Sequence
@@ -38,10 +40,18 @@ def sweep(name: str, values: Iterable, **fixed) -> list[dict]:
     return [{**fixed, name: v} for v in values]
 
 
-def twin(draw: Draw, frames: Sequence[Mapping], figsize=None, interval_ms: int = 700) -> HTML:
-    """The kernel-free twin of a slider: an embedded animation of ``draw`` over ``frames``."""
+def twin(draw: Draw, frames: Sequence[Mapping], figsize=None, interval_ms: int = 700,
+         colors: int | None = 64) -> HTML:
+    """The kernel-free twin of a slider: an embedded animation of ``draw`` over ``frames``.
+
+    Every frame is stored as an indexed-colour PNG of at most ``colors`` colours (None: as
+    matplotlib writes it). A plot needs few colours, but anti-aliased PNGs carry thousands of
+    shades, so this shrinks each animation about fourfold and keeps pages light.
+    """
     if len(frames) < 1:
         raise ValueError(f"frames must hold at least 1 parameter set, got {len(frames)}")
+    if colors is not None and (isinstance(colors, bool) or not isinstance(colors, int) or not 2 <= colors <= 256):
+        raise ValueError(f"colors must be an integer in [2, 256] or None, got {colors!r}")
     fig = plt.figure(figsize=figsize)
 
     def update(i):
@@ -53,7 +63,23 @@ def twin(draw: Draw, frames: Sequence[Mapping], figsize=None, interval_ms: int =
     update(0)
     title = _figure_title(fig)
     plt.close(fig)
-    return HTML(_accessible(html, frames, title))
+    html = _accessible(html, frames, title)
+    return HTML(_FRAME.sub(lambda m: _indexed_png(m, colors), html) if colors else html)
+
+
+_FRAME = re.compile(r'data:image/png;base64,([A-Za-z0-9+/=\\\n]+)"')
+
+
+def _indexed_png(match: re.Match, colors: int) -> str:
+    """One embedded frame re-encoded as a PNG of at most ``colors`` colours (no dithering)."""
+    from PIL import Image
+
+    raw = base64.b64decode(match.group(1).replace("\\\n", ""))
+    image = Image.open(io.BytesIO(raw)).convert("RGB")
+    indexed = image.quantize(colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    indexed.save(out, format="PNG", optimize=True)
+    return f'data:image/png;base64,{base64.b64encode(out.getvalue()).decode("ascii")}"'
 
 
 def _figure_title(fig) -> str:

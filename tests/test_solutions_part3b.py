@@ -1,0 +1,84 @@
+"""The numbers stated in the solutions of chapter 13's exercises, recomputed from the library.
+
+Each test runs the code a solution describes and checks every number the solution states (to the
+digits it states), and the conclusion it draws (a noise-floor verdict where it compares settings).
+"""
+import numpy as np
+import pytest
+
+from rl4llm.estimators import zero_signal_probability
+from rl4llm.grpo import group_advantages
+from rl4llm.statistics import noise_floor
+from rl4llm.toy_grpo import aggregation_weights, grpo_toy_run, run_over_seeds
+
+SEEDS = range(8)
+
+
+def r4(x):
+    return round(float(x), 4)
+
+
+# ------------------------------------------------------------------ ex-ch13-aggregation
+def test_ch13_aggregation_solution():
+    r, lengths = [1.0, 0.0, 0.0, 0.0], np.array([3, 1, 1, 6])
+    A = aggregation_weights(r, lengths, "grpo")["advantages"]
+    np.testing.assert_allclose(A, [np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3)], rtol=1e-7)
+    np.testing.assert_allclose(np.round(A, 4), [1.7321, -0.5774, -0.5774, -0.5774])
+    grpo = aggregation_weights(r, lengths, "grpo")["per_token"]
+    dapo = aggregation_weights(r, lengths, "dapo")["per_token"]
+    dr = aggregation_weights(r, lengths, "dr_grpo", 6)["per_token"]
+    np.testing.assert_allclose(np.round(grpo, 4), [0.1443, -0.1443, -0.1443, -0.0241])
+    np.testing.assert_allclose(np.round(dapo, 4), [0.1575, -0.0525, -0.0525, -0.0525])
+    np.testing.assert_allclose(np.round(dr, 4), [0.0722, -0.0241, -0.0241, -0.0241])
+    # independent route: the closed forms the solution writes, A_i / (4 |o_i|), A_i / 11, A_i / 24
+    np.testing.assert_allclose(grpo, A / (4 * lengths), rtol=1e-12)
+    np.testing.assert_allclose(dapo, A / 11, rtol=1e-12)
+    np.testing.assert_allclose(dr, A / 24, rtol=1e-12)
+    # "the 6-token wrong answer is penalised six times less per token than the 1-token ones"
+    assert grpo[1] / grpo[3] == pytest.approx(6.0)
+
+
+# ------------------------------------------------------------------ ex-ch13-pairs
+def test_ch13_pairs_solution_advantages_and_no_signal_share():
+    assert group_advantages([1.0, 0.0]).tolist() == pytest.approx([1.0, -1.0])
+    np.testing.assert_allclose(np.round(group_advantages([1.0, 0.0], ddof=1), 4), [0.7071, -0.7071])
+    assert group_advantages([1.0, 0.0], scale=False).tolist() == [0.5, -0.5]
+    assert group_advantages([1.0, 1.0]).tolist() == [0.0, 0.0]
+    assert r4(zero_signal_probability(0.2, 2)) == 0.68 == r4(0.2 ** 2 + 0.8 ** 2)
+    assert r4(zero_signal_probability(0.2, 8)) == 0.1678
+
+
+def _compare(a, b):
+    difference, floor = a.mean() - b.mean(), noise_floor(a, b)
+    return r4(difference), r4(floor), abs(difference) > floor
+
+
+def test_ch13_pairs_solution_same_steps():
+    pairs = run_over_seeds(grpo_toy_run, SEEDS, G=2, steps=10)["pi_correct"][:, -1]
+    eights = run_over_seeds(grpo_toy_run, SEEDS, G=8, steps=10)["pi_correct"][:, -1]
+    assert (r4(pairs.mean()), r4(pairs.std(ddof=1))) == (0.8632, 0.0654)
+    assert (r4(eights.mean()), r4(eights.std(ddof=1))) == (0.9477, 0.0165)
+    assert _compare(pairs, eights) == (-0.0845, 0.0551, True)
+
+
+def test_ch13_pairs_solution_same_samples():
+    pairs = run_over_seeds(grpo_toy_run, SEEDS, G=2, steps=40)["pi_correct"][:, -1]     # 80 answers
+    eights = run_over_seeds(grpo_toy_run, SEEDS, G=8, steps=10)["pi_correct"][:, -1]    # 80 answers
+    assert (r4(pairs.mean()), r4(pairs.std(ddof=1))) == (0.9731, 0.0151)
+    assert r4(eights.mean()) == 0.9477
+    assert _compare(pairs, eights) == (0.0255, 0.0170, True)
+
+
+# ------------------------------------------------------------------ ex-ch13-leash
+def test_ch13_leash_solution():
+    finals = {beta: run_over_seeds(grpo_toy_run, SEEDS, steps=60, beta=beta)["pi_correct"][:, -1]
+              for beta in (0.0, 0.1, 0.3, 1.0, 3.0)}
+    stated = {0.0: (0.9943, 0.0015), 0.1: (0.8858, 0.0542), 0.3: (0.7786, 0.0846),
+              1.0: (0.5358, 0.0816), 3.0: (0.2998, 0.0477)}
+    for beta, (mean, sd) in stated.items():
+        assert (r4(finals[beta].mean()), r4(finals[beta].std(ddof=1))) == (mean, sd), beta
+    betas = list(stated)
+    for low, high in zip(betas, betas[1:]):        # each step up in beta lowers pi(5) beyond the floor
+        difference, _, real = _compare(finals[high], finals[low])
+        assert difference < 0 and real, (low, high)
+    assert np.all(finals[3.0] > 0.2) and r4(finals[3.0].min()) == 0.2218
