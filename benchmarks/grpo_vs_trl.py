@@ -1,6 +1,6 @@
 """rl4llm's GRPO trainer against TRL's GRPOTrainer, on equal terms, on the task of chapter 14.
 
-    python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N] [--max-steps 1000]
+    python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N] [--max-steps 1000] [--device cpu]
 
 Both sides start from the same warm start (the checkpoint shipped with rl4llm, bitwise the same on
 every machine), the same tiny GPT-2-shaped model (about 100k parameters; its weights are copied into
@@ -47,7 +47,7 @@ from rl4llm.evaluation import greedy_accuracy
 from rl4llm.model import from_gpt2
 from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
 from rl4llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
-from rl4llm.trl_bridge import char_tokenizer_for_transformers, trl_config_kwargs, trl_policy
+from rl4llm.trl_bridge import trl_config_kwargs, trl_grpo_trainer
 from rl4llm.warmstart import warm_start
 
 TARGET = 0.64
@@ -55,25 +55,29 @@ EVAL_EVERY = 10
 PHASES = ("sampling", "forward_and_loss", "backward", "optimizer", "other")
 
 
+DEVICE = "cpu"      # --device sets it: "cpu" or "cuda"
+
+
 def rl4llm_tuned(seed: int, threads: int, steps: int) -> GRPOConfig:
     """rl4llm's own recipe: the chapter's settings, decaying over ``steps``."""
     return GRPOConfig(seed=seed, steps=steps, prompts_per_step=64, group_size=8, lr=1e-3, warmup_steps=20,
                       anneal_lr=True, drop_zero_variance=True, log_kl=False, eval_every=EVAL_EVERY,
-                      num_threads=threads, device="cpu")
+                      num_threads=threads, device=DEVICE)
 
 
 def same_recipe(seed: int, threads: int, steps: int) -> GRPOConfig:
     """TRL's tuned recipe, as an rl4llm config (translated back to TRL by ``trl_config_kwargs``)."""
     return GRPOConfig(seed=seed, steps=steps, prompts_per_step=32, group_size=8, lr=3e-4, warmup_steps=20,
                       anneal_lr=True, loss_type="dapo", scale_rewards=True, drop_zero_variance=False,
-                      log_kl=False, eval_every=EVAL_EVERY, num_threads=threads, device="cpu")
+                      log_kl=False, eval_every=EVAL_EVERY, num_threads=threads, device=DEVICE)
 
 
 def trl_tuned_kwargs(seed: int, steps: int) -> dict:
     """TRL as tuned for this task: its defaults but for batch, lr, warmup, fp32, no checkpointing."""
     return {"per_device_train_batch_size": 32 * 8, "num_generations": 8, "learning_rate": 3e-4,
             "warmup_steps": 20, "max_steps": steps, "bf16": False, "activation_checkpointing": False,
-            "seed": seed, "use_cpu": True, "temperature": 1.0, "max_completion_length": MAX_COMPLETION_LEN}
+            "seed": seed, "use_cpu": DEVICE == "cpu", "temperature": 1.0,
+            "max_completion_length": MAX_COMPLETION_LEN}
 
 
 def summary(values: list) -> dict:
@@ -158,26 +162,9 @@ def profile_rl4llm(warm, task, config: GRPOConfig, steps: int) -> dict:
 
 # ---- TRL -----------------------------------------------------------------------------------------
 def trl_trainer(warm, task, trl_kwargs: dict, counter: dict, callbacks: list, workdir: str):
-    from datasets import Dataset
-    from trl import GRPOConfig as TRLConfig
-    from trl import GRPOTrainer as TRLTrainer
-
-    tok = task.tokenizer
-    dataset = Dataset.from_dict({"prompt": task.prompts(task.train_pairs)})
-
-    def reward(prompts, completion_ids, **kwargs):
-        """The verifier on the sampled ids up to the first EOS (TRL's decoded text drops special tokens)."""
-        rows = [ids[:ids.index(tok.eos_id) + 1] if tok.eos_id in ids else ids for ids in completion_ids]
-        counter["tokens"] += sum(len(r) for r in rows)
-        width = max(len(r) for r in rows)
-        padded = np.array([r + [tok.pad_id] * (width - len(r)) for r in rows])
-        pairs = np.array([[int(p[:2]), int(p[3:5])] for p in prompts])
-        return task.rewards(pairs, padded).tolist()
-
-    args = TRLConfig(output_dir=workdir, logging_steps=10_000, save_strategy="no", report_to="none",
-                     dataloader_pin_memory=False, disable_tqdm=True, **trl_kwargs)
-    return TRLTrainer(model=trl_policy(warm.model, tok), reward_funcs=reward, args=args, train_dataset=dataset,
-                      processing_class=char_tokenizer_for_transformers(tok), callbacks=callbacks)
+    """TRL's GRPOTrainer on the task from the warm start (rl4llm.trl_bridge), logging off."""
+    return trl_grpo_trainer(warm.model, task, trl_kwargs, output_dir=workdir, callbacks=callbacks,
+                            counter=counter, logging_steps=10_000)
 
 
 def run_trl(warm, task, trl_kwargs: dict, threads: int, label: str) -> dict:
@@ -276,7 +263,10 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for both trainers")
     parser.add_argument("--max-steps", type=int, default=1000, help="step budget of (a) and (b) (lr decays over it)")
     parser.add_argument("--profile-steps", type=int, default=20)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both trainers run")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
     if len(args.seeds) < 1:
         parser.error("--seeds needs at least one seed")
 

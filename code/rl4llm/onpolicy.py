@@ -19,6 +19,16 @@ from .gradients import policy_gradient, sft_gradient
 from .toy import CORRECT, LOGITS, REWARDS
 
 
+def _loop_inputs(logits, rewards, G, lr, steps, seed) -> tuple:
+    """The checked inputs of the toy's on-policy loop (every bad one a ValueError)."""
+    z = logits_vector(logits)
+    r = as_float_array(rewards, "rewards")
+    if r.shape != z.shape:
+        raise ValueError(f"rewards must be a 1-D vector of length {z.size}, got shape {r.shape}")
+    return (z, r, integer_at_least(G, "G", 1), finite_real(lr, "lr"), integer_at_least(steps, "steps", 0),
+            integer_at_least(seed, "seed", 0))
+
+
 def on_policy_loop_plain(logits, rewards, G: int, lr: float, steps: int,
                          seed: int = 0) -> np.ndarray:
     """The on-policy loop written plainly, one sample at a time (chapter 9).
@@ -30,15 +40,7 @@ def on_policy_loop_plain(logits, rewards, G: int, lr: float, steps: int,
     ``on_policy_loop(..., seed)``, so it gives the same run: the reference that the
     vectorised ``on_policy_runs`` is tested against.
     """
-    z = logits_vector(logits)
-    r = as_float_array(rewards, "rewards")
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z.size}, got shape {r.shape}")
-    G = integer_at_least(G, "G", 1)
-    lr = finite_real(lr, "lr")
-    steps = integer_at_least(steps, "steps", 0)
-    seed = integer_at_least(seed, "seed", 0)
-
+    z, r, G, lr, steps, seed = _loop_inputs(logits, rewards, G, lr, steps, seed)
     rng = np.random.default_rng(seed)
     K = z.size
     trajectory = [z]
@@ -74,15 +76,8 @@ def on_policy_runs(logits, rewards, G: int, lr: float, steps: int, n_seeds: int,
     - ``zero_signal`` (n_seeds, steps): True where every reward in the group was equal,
       so every advantage r_i - rbar and the whole update were zero.
     """
-    z0 = logits_vector(logits)
-    r = as_float_array(rewards, "rewards")
-    if r.shape != z0.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z0.size}, got shape {r.shape}")
-    G = integer_at_least(G, "G", 1)
-    lr = finite_real(lr, "lr")
-    steps = integer_at_least(steps, "steps", 0)
+    z0, r, G, lr, steps, seed = _loop_inputs(logits, rewards, G, lr, steps, seed)
     n_seeds = integer_at_least(n_seeds, "n_seeds", 1)
-    seed = integer_at_least(seed, "seed", 0)
 
     rng = np.random.default_rng(seed)
     trajectory = np.empty((n_seeds, steps + 1, z0.size))

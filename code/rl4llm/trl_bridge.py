@@ -10,7 +10,12 @@ import them.
   our character tokenizer and tiny GPT (the benchmark ``benchmarks/grpo_vs_trl.py`` uses them).
 - :func:`loss_batch`, :func:`rl4llm_loss`, :func:`trl_loss` and :func:`compare_losses` compute the
   GRPO loss of one hand-made batch twice, with :func:`rl4llm.grpo.grpo_loss` and with TRL 1.16's
-  ``GRPOTrainer._compute_loss``, and compare values and gradients.
+  ``GRPOTrainer._compute_loss``, and compare values and gradients (:func:`trl_loss_trainer` and
+  :func:`trl_loss_inputs` also serve ``scripts/grpo_trl.py``, which runs the same check on several
+  processes).
+- :func:`completion_reward`, :func:`trl_grpo_trainer`, :func:`accuracy_clock` and
+  :func:`train_with_trl` run TRL's ``GRPOTrainer`` on the book's addition task from the book's model,
+  measured like the book's trainer (chapter 15's run, ``scripts/grpo_trl.py`` and the benchmark).
 
 Differences by design, which the mapping cannot remove (chapter 15 shows each):
 
@@ -26,15 +31,17 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ._checks import finite_real, integer_at_least
 from .grpo import LOSS_TYPES, group_advantages, grpo_loss
 from .model import GPT, _is_conv1d, completion_logprobs, to_gpt2
-from .tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
+from .tasks import MAX_COMPLETION_LEN, AdditionTask, CharTokenizer, addition_prompt
 from .trainer import GRPOConfig
 
 #: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
@@ -75,12 +82,15 @@ FIXED = {
 }
 
 
-def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False) -> dict:
+def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, num_processes: int = 1) -> dict:
     """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 15).
 
     TRL counts completions where the book counts prompts, and optimizer steps where the book counts
-    outer steps, so per_device_train_batch_size = prompts_per_step x G, max_steps = steps x K and
-    warmup_steps = warmup_steps x K (the book's scheduler steps once per outer step). The std of
+    outer steps, so per_device_train_batch_size = prompts_per_step x G / num_processes,
+    max_steps = steps x K and warmup_steps = warmup_steps x K (the book's scheduler steps once per
+    outer step). With ``num_processes`` data-parallel processes (``accelerate launch`` or
+    ``torchrun``) each process holds its share of the completions, so the step still sees
+    prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
     ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
     becomes ``epsilon_high = eps_low`` explicitly; :data:`FIXED` is added. ``device="cpu"`` sets
     ``use_cpu=True``. ``eval_every``, ``log_kl`` and ``num_threads`` are the book trainer's own
@@ -92,13 +102,17 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False) ->
     """
     if not isinstance(config, GRPOConfig):
         raise ValueError(f"config must be an rl4llm.trainer.GRPOConfig, got {type(config).__name__}")
+    num_processes = integer_at_least(num_processes, "num_processes", 1)
+    if (config.prompts_per_step * config.group_size) % num_processes:
+        raise ValueError(f"num_processes must divide prompts_per_step x group_size = "
+                         f"{config.prompts_per_step * config.group_size}, got {num_processes}")
     if config.drop_zero_variance and not allow_unsupported:
         raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
                          "allow_unsupported=True to map the rest and keep flat groups in the batch")
     K = config.inner_steps
     kwargs = {
         "num_generations": config.group_size,
-        "per_device_train_batch_size": config.prompts_per_step * config.group_size,
+        "per_device_train_batch_size": config.prompts_per_step * config.group_size // num_processes,
         "num_iterations": K,
         "epsilon": config.eps_low,
         "epsilon_high": config.eps_low if config.eps_high is None else config.eps_high,
@@ -191,7 +205,8 @@ def trl_policy(model: GPT, tokenizer: CharTokenizer, directory: str | None = Non
     them too (GPT-2's default id 50256 is outside this vocabulary; TRL stops sampling at every EOS
     id the generation config declares), no BOS. With ``directory``, the model is also saved there
     and its ``_name_or_path`` set to it: with ``beta > 0`` TRL builds its frozen reference model by
-    loading ``_name_or_path``, which an in-memory model does not have.
+    loading ``_name_or_path``, which an in-memory model does not have. Under several processes
+    every process must pass the same ``directory``: only rank 0 writes it.
     """
     if not isinstance(tokenizer, CharTokenizer):
         raise ValueError(f"tokenizer must be an rl4llm CharTokenizer, got {type(tokenizer).__name__}")
@@ -203,7 +218,9 @@ def trl_policy(model: GPT, tokenizer: CharTokenizer, directory: str | None = Non
     hf.generation_config.bos_token_id = None
     if directory is not None:
         with _quiet():
-            hf.save_pretrained(directory)
+            hf.save_pretrained(directory)       # under torch.distributed only rank 0 writes
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.barrier()         # so the others wait, and read the same directory
         hf.config._name_or_path = str(directory)
     return hf
 
@@ -224,6 +241,143 @@ def _quiet():
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+
+
+# ---- a real TRL run on the book's task ------------------------------------------------------------
+def completion_reward(task: AdditionTask, counter: dict | None = None):
+    """A TRL reward function: the book's verifier on the sampled ids up to the first EOS (chapter 15).
+
+    TRL hands a reward function the decoded completions with special tokens dropped, so a PAD or EOS
+    sampled inside an answer would vanish from the text; this one reads ``completion_ids`` instead.
+    With ``counter``, ``counter["tokens"]`` grows by the number of sampled tokens (EOS included).
+    """
+    if not isinstance(task, AdditionTask):
+        raise ValueError(f"task must be an rl4llm AdditionTask, got {type(task).__name__}")
+    eos, pad = task.tokenizer.eos_id, task.tokenizer.pad_id
+
+    def reward(prompts, completion_ids, **kwargs):
+        rows = [ids[:ids.index(eos) + 1] if eos in ids else list(ids) for ids in completion_ids]
+        if counter is not None:
+            counter["tokens"] = counter.get("tokens", 0) + sum(len(r) for r in rows)
+        width = max(len(r) for r in rows)
+        padded = np.array([r + [pad] * (width - len(r)) for r in rows])
+        pairs = np.array([[int(p[:2]), int(p[3:5])] for p in prompts])
+        return task.rewards(pairs, padded).tolist()
+    return reward
+
+
+def trl_grpo_trainer(model: GPT, task: AdditionTask, trl_kwargs: dict, *,
+                     output_dir: str, callbacks=(), counter: dict | None = None,
+                     logging_steps: int = 1):
+    """A ``trl.GRPOTrainer`` on the addition task, from ``model`` (chapter 15).
+
+    The policy is :func:`trl_policy` of ``model``, the dataset every training prompt,
+    the reward :func:`completion_reward`, the tokenizer
+    :func:`char_tokenizer_for_transformers`; ``trl_kwargs`` (for instance
+    :func:`trl_config_kwargs` of a book config) go to ``trl.GRPOConfig`` with no
+    checkpoints, no report service and a log line every ``logging_steps`` steps in
+    ``trainer.state.log_history``. Launched under ``accelerate`` or ``torchrun``, the
+    same call builds one trainer per process and TRL splits each batch between them.
+    """
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer as TRLTrainer
+
+    if not isinstance(task, AdditionTask):
+        raise ValueError(f"task must be an rl4llm AdditionTask, got {type(task).__name__}")
+    if not isinstance(trl_kwargs, dict):
+        raise ValueError(f"trl_kwargs must be a dict of trl.GRPOConfig fields, "
+                         f"got {type(trl_kwargs).__name__}")
+    logging_steps = integer_at_least(logging_steps, "logging_steps", 1)
+    tok = task.tokenizer
+    args = TRLConfig(output_dir=str(output_dir), logging_steps=logging_steps,
+                     save_strategy="no", report_to="none", dataloader_pin_memory=False,
+                     disable_tqdm=True, **trl_kwargs)
+    prompts = Dataset.from_dict({"prompt": task.prompts(task.train_pairs)})
+    trainer = TRLTrainer(model=trl_policy(model, tok), args=args, train_dataset=prompts,
+                         reward_funcs=completion_reward(task, counter),
+                         processing_class=char_tokenizer_for_transformers(tok),
+                         callbacks=list(callbacks))
+    # with tqdm off, this callback prints every log line; they stay in log_history
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+def accuracy_clock(task: AdditionTask, eval_every: int, *, main_process_only: bool = True):
+    """A ``TrainerCallback`` that times training and measures held-out accuracy (chapter 15).
+
+    ``clock.seconds`` adds up the wall time from each step's start to its end (sampling, scoring,
+    loss, backward, optimizer), evaluation excluded. ``clock.evals`` (``step``, ``accuracy``,
+    ``train_seconds``) gets :func:`rl4llm.evaluation.greedy_accuracy` of the policy before the first
+    step, every ``eval_every`` steps and after the last, the same measure as the book's trainer.
+    Under several processes only the main one evaluates when ``main_process_only``.
+    """
+    from transformers import TrainerCallback
+
+    from .evaluation import greedy_accuracy
+    from .model import from_gpt2
+
+    eval_every = integer_at_least(eval_every, "eval_every", 1)
+
+    class AccuracyClock(TrainerCallback):
+        def __init__(self):
+            self.seconds, self._start = 0.0, None
+            self.evals = {"step": [], "accuracy": [], "train_seconds": []}
+
+        def _evaluate(self, state, model):
+            if main_process_only and not state.is_world_process_zero:
+                return
+            accuracy = greedy_accuracy(from_gpt2(model), task)
+            for key, value in (("step", state.global_step), ("accuracy", accuracy), ("train_seconds", self.seconds)):
+                self.evals[key].append(value)
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            self._evaluate(state, model)
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            self.seconds += time.perf_counter() - self._start
+            if state.global_step % eval_every == 0:
+                self._evaluate(state, model)
+
+        def on_train_end(self, args, state, control, model=None, **kwargs):
+            if not self.evals["step"] or self.evals["step"][-1] != state.global_step:
+                self._evaluate(state, model)
+
+    return AccuracyClock()
+
+
+@dataclass
+class TRLRun:
+    """What :func:`train_with_trl` returns: the curve, TRL's own log, and the trained policy."""
+    evals: dict             # step, accuracy, train_seconds (as GRPOTrainer.evals of the book's trainer)
+    log_history: list       # TRL's log lines, one dict per logged step (reward, loss, entropy, ...)
+    train_seconds: float    # training wall time, evaluation excluded
+    sampled_tokens: int     # completion tokens sampled, EOS included
+    policy: GPT             # the trained weights, back in the book's GPT
+
+
+def train_with_trl(model: GPT, task: AdditionTask, trl_kwargs: dict, *, eval_every: int = 10,
+                   num_threads: int = 1) -> TRLRun:
+    """Train ``model`` on ``task`` with TRL's ``GRPOTrainer`` in this process (chapter 15).
+
+    :func:`trl_grpo_trainer` with :func:`accuracy_clock`, on ``num_threads`` CPU threads, in a
+    temporary output directory, TRL's warnings and progress bars silenced. ``model`` itself is not
+    changed. For the book's recipe pass ``trl_config_kwargs(config)``.
+    """
+    from .model import from_gpt2
+    from .trainer import torch_threads
+
+    num_threads = integer_at_least(num_threads, "num_threads", 1)
+    clock, counter = accuracy_clock(task, eval_every), {"tokens": 0}
+    with _quiet(), tempfile.TemporaryDirectory() as workdir, torch_threads(num_threads):
+        trainer = trl_grpo_trainer(model, task, trl_kwargs, output_dir=workdir, callbacks=[clock], counter=counter)
+        trainer.train()
+    return TRLRun(evals=clock.evals, log_history=list(trainer.state.log_history), train_seconds=clock.seconds,
+                  sampled_tokens=counter["tokens"], policy=from_gpt2(trainer.model).eval())
 
 
 # ---- the same loss on the same batch -------------------------------------------------------------
@@ -303,40 +457,74 @@ def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float
     return float(loss.detach()), dict(zip(params, grads)), stats
 
 
-def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict]:
-    """TRL 1.16's loss on ``batch``: ``GRPOTrainer._compute_loss`` around ``to_gpt2(model)``.
+def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory: str, *,
+                     num_processes: int = 1):
+    """A real ``trl.GRPOTrainer`` ready to compute the loss of ``batch`` (chapter 15).
 
-    Builds a real ``trl.GRPOTrainer`` from :func:`trl_config_kwargs` (CPU, outputs in a temporary
-    directory, the reference model loaded from there; no download), hands ``_compute_loss`` the
-    ``inputs`` its own sampling step would build (prompt and completion ids and masks, advantages,
-    ``old_per_token_logps``, ``ref_per_token_logps``, and ``num_items_in_batch``, the masked token
-    count that the ``dapo`` normaliser divides by) and differentiates it in training mode with no
-    gradient accumulation. Returns ``(loss, grads)``, grads named and shaped as ``model``'s.
+    Built from :func:`trl_config_kwargs` (``num_processes`` as there) on the CPU, its outputs and
+    the policy (from which TRL loads its reference model) saved under ``directory``; no download.
+    The model is in training mode and gradient accumulation is 1, as in the book's step.
     """
     from datasets import Dataset
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer as TRLTrainer
 
     tok = CharTokenizer()
-    with _quiet(), tempfile.TemporaryDirectory() as tmp:
-        hf = trl_policy(model, tok, directory=f"{tmp}/policy")
-        args = TRLConfig(**{**trl_config_kwargs(config), "use_cpu": True}, output_dir=tmp, report_to="none",
-                         save_strategy="no", disable_tqdm=True)
-        prompts = tok.decode_batch(batch.prompts.tolist())
-        trainer = TRLTrainer(model=hf, reward_funcs=lambda completions, **kwargs: [0.0] * len(completions),
-                             args=args, train_dataset=Dataset.from_dict({"prompt": prompts}),
-                             processing_class=char_tokenizer_for_transformers(tok))
-        trainer.current_gradient_accumulation_steps = args.gradient_accumulation_steps
-        trainer.model.train()
-        inputs = {"prompt_ids": batch.prompts, "prompt_mask": torch.ones_like(batch.prompts),
-                  "completion_ids": batch.completions, "completion_mask": batch.mask.long(),
-                  "advantages": batch.advantages, "old_per_token_logps": batch.old_logp,
-                  "ref_per_token_logps": batch.ref_logp, "num_items_in_batch": batch.mask.sum()}
-        loss = trainer._compute_loss(trainer.model, inputs)
-    params = dict(trainer.model.named_parameters())
+    hf = trl_policy(model, tok, directory=f"{directory}/policy")
+    kwargs = {**trl_config_kwargs(config, num_processes=num_processes), "use_cpu": True}
+    args = TRLConfig(**kwargs, output_dir=str(directory), report_to="none", save_strategy="no",
+                     disable_tqdm=True)
+    prompts = tok.decode_batch(batch.prompts.tolist())
+    trainer = TRLTrainer(model=hf, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+                         args=args, train_dataset=Dataset.from_dict({"prompt": prompts}),
+                         processing_class=char_tokenizer_for_transformers(tok))
+    trainer.current_gradient_accumulation_steps = args.gradient_accumulation_steps
+    trainer.model.train()
+    return trainer
+
+
+def trl_loss_inputs(batch: LossBatch, rows: slice = slice(None),
+                    num_items_in_batch=None) -> dict:
+    """What TRL's sampling step would give ``_compute_loss``, for ``batch[rows]``.
+
+    Prompt and completion ids and masks, advantages, ``old_per_token_logps``,
+    ``ref_per_token_logps``, and ``num_items_in_batch``: the masked token count of the
+    whole generation batch (over every process), which the ``dapo`` normaliser divides
+    by. It defaults to the count of ``batch[rows]``, right for one process.
+    """
+    mask = batch.mask[rows]
+    if num_items_in_batch is None:
+        num_items_in_batch = mask.sum()
+    return {"prompt_ids": batch.prompts[rows],
+            "prompt_mask": torch.ones_like(batch.prompts[rows]),
+            "completion_ids": batch.completions[rows], "completion_mask": mask.long(),
+            "advantages": batch.advantages[rows],
+            "old_per_token_logps": batch.old_logp[rows],
+            "ref_per_token_logps": batch.ref_logp[rows],
+            "num_items_in_batch": num_items_in_batch}
+
+
+def book_layout(model: GPT, hf_tensors: dict) -> dict:
+    """GPT-2-named tensors (``transformer.h.0.attn.c_attn.weight``, ...) renamed and reshaped as
+    ``model``'s parameters (GPT-2's Conv1D weights are stored transposed; chapter 15)."""
     names = [name for name, _ in model.named_parameters()]
-    grads = torch.autograd.grad(loss, [params["transformer." + name] for name in names])
-    return float(loss.detach()), {name: g.t() if _is_conv1d(name) else g for name, g in zip(names, grads)}
+    return {name: hf_tensors["transformer." + name].t() if _is_conv1d(name)
+            else hf_tensors["transformer." + name] for name in names}
+
+
+def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict]:
+    """TRL 1.16's loss on ``batch``: ``GRPOTrainer._compute_loss`` on ``to_gpt2``.
+
+    A real trainer (:func:`trl_loss_trainer`) is handed the inputs its own sampling step
+    would build (:func:`trl_loss_inputs`); its loss is differentiated with autograd.
+    Returns ``(loss, grads)``, grads named and shaped as ``model``'s parameters.
+    """
+    with _quiet(), tempfile.TemporaryDirectory() as tmp:
+        trainer = trl_loss_trainer(model, batch, config, tmp)
+        loss = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
+    params = dict(trainer.model.named_parameters())
+    grads = torch.autograd.grad(loss, list(params.values()))
+    return float(loss.detach()), book_layout(model, dict(zip(params, grads)))
 
 
 def compare_losses(model: GPT, config: GRPOConfig, loss_types=LOSS_TYPES, *, seed: int = 0,
