@@ -22,3 +22,11 @@ def test_the_repository_url_lives_in_config_and_everything_that_repeats_it_agree
     result = subprocess.run([sys.executable, "scripts/sync_repository_url.py", "--check"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_chapter_keeps_saved_widget_state():
+    """Saved ipywidgets state would show dead controls in the static site (scripts/strip_widget_state.py)."""
+    import json
+    kept = [p.name for p in sorted((ROOT / "book").glob("*.ipynb"))
+            if "widgets" in json.loads(p.read_text(encoding="utf-8")).get("metadata", {})]
+    assert not kept, f"run python scripts/strip_widget_state.py: {kept}"
