@@ -1,0 +1,92 @@
+"""Every chapter is coursework: at least three exercises, among them a by-hand number with an answer
+box, a coding exercise with its starter and check cells, and an experiment; every check in the book
+names a known exercise of its chapter, and its stored verdict is a pass on the reference answer."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rl4llm.exercises import EXERCISES, SPECS, FunctionExercise, NumericExercise, answer_key
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise\}\s*(.*)$", re.M)
+LABEL = re.compile(r"^:label:\s*(ex-ch(\d\d)-[\w-]+)\s*$", re.M)
+BOX = re.compile(r'^<div class="answer-box" data-exercise="([\w.-]+)"></div>$', re.M)
+CHECK_CALL = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def _markdown(path) -> str:
+    return "\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+
+
+def _tagged(path, tag):
+    return [c for c in _cells(path) if tag in c["metadata"].get("tags", [])]
+
+
+def _chapter(path) -> int:
+    return int(path.name[:2])
+
+
+def test_there_are_sixteen_chapters():
+    assert [_chapter(p) for p in CHAPTERS] == list(range(1, 17))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_has_three_kinds_of_exercise(path):
+    text = _markdown(path)
+    titles = [m.group(2) for m in EXERCISE.finditer(text)]
+    labels = [m.group(1) for m in LABEL.finditer(text)]
+    assert len(titles) >= 3, f"{path.name}: {len(titles)} exercises"
+    assert len(labels) == len(set(labels)), f"{path.name}: duplicate labels {labels}"
+    assert all(int(m.group(2)) == _chapter(path) for m in LABEL.finditer(text)), labels
+    assert any(t.endswith("(by hand)") for t in titles), f"{path.name}: no by-hand exercise in {titles}"
+    assert any(t.endswith("(coding)") for t in titles), f"{path.name}: no coding exercise in {titles}"
+    assert any(t.endswith("(experiment)") for t in titles), f"{path.name}: no experiment in {titles}"
+    boxes = BOX.findall(text)
+    assert boxes, f"{path.name}: no answer box"
+    for box in boxes:
+        assert box in labels and isinstance(SPECS.get(box), NumericExercise), box
+        assert EXERCISES[box] == _chapter(path)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_coding_exercise_has_a_starter_and_a_passing_check(path):
+    cells = _cells(path)
+    starters = [i for i, c in enumerate(cells) if "exercise-code" in c["metadata"].get("tags", [])]
+    assert starters, f"{path.name}: no coding exercise cell"
+    for i in starters:
+        source = "".join(cells[i]["source"])
+        assert "hide-input" in cells[i]["metadata"]["tags"]
+        assert re.search(r"^    ### BEGIN SOLUTION$.+^    ### END SOLUTION$", source, re.M | re.S), source
+        assert cells[i - 1]["cell_type"] == "markdown" and "(coding)" in "".join(cells[i - 1]["source"])
+        check_cell = cells[i + 1]
+        assert "exercise-check" in check_cell["metadata"].get("tags", [])
+        call = CHECK_CALL.search("".join(check_cell["source"]))
+        assert call, "".join(check_cell["source"])
+        exercise_id, function = call.groups()
+        assert f"def {function}(" in source
+        assert isinstance(SPECS.get(exercise_id), FunctionExercise) and EXERCISES[exercise_id] == _chapter(path)
+        shown = "".join("".join(o.get("data", {}).get("text/plain", o.get("text", "")))
+                        for o in check_cell["outputs"])
+        assert shown.startswith("Correct:"), f"{path.name}: stored verdict {shown!r}"
+
+
+def test_every_checked_exercise_is_in_the_book_once():
+    """Each id of rl4llm.exercises is used by exactly one chapter: by-hand ids in an answer box, function
+    ids in a check cell of the chapter that EXERCISES names."""
+    used = {}
+    for path in CHAPTERS:
+        for box in BOX.findall(_markdown(path)):
+            used.setdefault(box, []).append(_chapter(path))
+        for cell in _tagged(path, "exercise-check"):
+            call = CHECK_CALL.search("".join(cell["source"]))
+            used.setdefault(call.group(1), []).append(_chapter(path))
+    assert {k: v for k, v in used.items() if len(v) != 1} == {}
+    assert {k: v[0] for k, v in used.items()} == EXERCISES
+    assert set(answer_key()) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
