@@ -1,8 +1,9 @@
 """Exercises numbered per chapter: "Exercise 7.2" is the second exercise of chapter 7.
 
-sphinx-exercise numbers exercises within each page (1, 2, 3) through Sphinx's figure numbers. After
-Sphinx assigns them, this prefixes each with the chapter's number, read from the notebook's file name
-(``book/07_score_function`` is chapter 7), so the titles and every reference to an exercise (the
+sphinx-exercise numbers exercises through Sphinx's figure numbers, which (without numbered sections)
+run consecutively through the whole book. After Sphinx assigns them, this renumbers each chapter's
+exercises 1, 2, 3... in the order Sphinx gave them, prefixed with the chapter's number read from the
+notebook's file name (``book/07_score_function`` is chapter 7), so the titles and every reference to an exercise (the
 solution's "Solution to Exercise 7.2" included) say which chapter it is in, as the intro promises and
 as the instructor guide and the graded assignments cite them.
 """
@@ -25,9 +26,9 @@ def _prefix_chapter(app, env) -> list[str]:
         exercises = numbers.get("exercise", {})
         if chapter is None:
             continue
-        for node_id, number in exercises.items():
-            if len(number) == 1:
-                exercises[node_id] = (chapter, number[0])
+        in_order = sorted(exercises, key=lambda node_id: exercises[node_id])
+        for index, node_id in enumerate(in_order, start=1):
+            exercises[node_id] = (chapter, index)
     return []
 
 

@@ -80,7 +80,7 @@ def synced(check: bool) -> list[str]:
         stale.append("README.md")
         if not check:
             (ROOT / "README.md").write_text(new_readme)
-    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted((ROOT / "book").glob("*.ipynb")):          # the chapters and the instructor guide
         notebook = nbformat.read(path, as_version=4)
         source = install_cell(url, branch, path.stem)
         first = notebook.cells[0] if notebook.cells else None

@@ -5,7 +5,8 @@ with the network blocked except for that server, as a reader offline would see i
 (1280 px) and a phone (390 px). For every page: no JavaScript error; math typeset (MathJax comes
 from npm, not a CDN); a plain-text title; every scrubber moves its frame (by mouse and keyboard);
 every image has alt text; no control that does nothing (no saved ipywidgets); the launch buttons
-point at the repository of ``_config.yml``; axe-core reports no serious or critical violation in
+point at the repository of ``_config.yml``; every answer box gives, without a kernel, the verdict
+``rl4llm.exercises.check`` gives (right, each common mistake, another number, malformed text); axe-core reports no serious or critical violation in
 the article; nothing widens the page on a phone; the page weighs under 1.5 MB gzipped. Internal
 links and anchors resolve. Screenshots of three chapters at both widths land in ``_build/screenshots``.
 """
@@ -30,7 +31,7 @@ CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "
                 "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-CHAPTERS = ["intro"] + sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = ["intro"] + sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb")) + ["instructor_guide"]
 SCREENSHOTS = ["01_distribution", "06_monte_carlo", "14_tiny_transformer"]
 MAX_GZIPPED_BYTES = 1.5e6
 
@@ -108,9 +109,9 @@ _FACTS_JS = """() => {
     raw_math: math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80)),
     math_count: math.length,
     images_without_alt: inArticle('img').filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(-60)),
-    // live without a kernel: scrubbers, copy-to-clipboard buttons, dropdown toggles
+    // live without a kernel: scrubbers, answer boxes, copy-to-clipboard buttons, dropdown toggles
     controls_outside_scrubbers: inArticle('input, select, textarea, button')
-      .filter(c => !c.closest('.animation') && !c.matches('.copybtn, .toggle-button'))
+      .filter(c => !c.closest('.animation, form.answer-box') && !c.matches('.copybtn, .toggle-button'))
       .map(c => c.outerHTML.slice(0, 80)),
     widget_scripts: document.querySelectorAll('script[type^="application/vnd.jupyter.widget"]').length,
     widget_manager: Array.from(document.scripts).filter(s => /html-manager|embed-amd/.test(s.src)).length,
@@ -258,3 +259,51 @@ def test_internal_links_and_anchors_resolve(built_book):
             elif fragment and path.suffix == ".html" and unquote(fragment) not in parse(path).ids:
                 broken.append(f"{page.name}: {href} (no such anchor)")
     assert not broken, broken
+
+
+def _answer(page, box, text: str) -> str:
+    box.query_selector("input").fill(text)
+    box.query_selector("button").click()
+    return box.query_selector(".answer-feedback").inner_text()
+
+
+# Python's parser and the page's must agree on every form of answer, odd ones included
+PARITY = ["0.025", " 1/40 ", "2.5e-2", ".025", "-0.025", "+0.025", "0,025", "1/0", "abc", "", "5 %", "٥", "1e999"]
+
+
+def test_answer_boxes_check_answers_without_a_kernel(browser, site):
+    """Every answer box of the book, offline: the right number, each common mistake, another number and
+    malformed text each get the verdict check() gives in a kernel, word for word."""
+    from rl4llm.exercises import answer_key, check
+
+    key = answer_key()
+    by_chapter = {}
+    for exercise_id, entry in key.items():
+        by_chapter.setdefault(entry["chapter"], []).append(exercise_id)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route(lambda url: not url.startswith(site), lambda route: route.abort())
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    checked = 0
+    for chapter, ids in sorted(by_chapter.items()):
+        stem = next(c for c in CHAPTERS if c.startswith(f"{chapter:02d}_"))
+        page.goto(f"{site}book/{stem}.html", wait_until="load")
+        for exercise_id in ids:
+            entry = key[exercise_id]
+            box = page.query_selector(f'form.answer-box[data-exercise="{exercise_id}"]')
+            assert box is not None, f"{stem}: no answer box for {exercise_id}"
+            label = box.query_selector("label").inner_text()
+            assert entry["quantity"] in label, label
+            value = entry["value"]
+            tries = [f"{value:.6f}", "abc", f"{value + 1000 * entry['tolerance'] + 1:.4f}"]
+            tries += [f"{wrong:.6f}" for wrong, _ in entry["mistakes"]]
+            tries += PARITY if exercise_id == "ex-ch07-partial-credit" else []
+            for text in tries:
+                assert _answer(page, box, text) == check(exercise_id, text), (exercise_id, text)
+                checked += 1
+            assert _answer(page, box, f"{value:.6f}").startswith("Correct:")
+            assert _answer(page, box, "abc") == entry["malformed"]
+    context.close()
+    assert not errors, errors
+    assert checked >= 4 * len(key)

@@ -1,7 +1,6 @@
 """rl4llm.exercises: the reference passes; typical wrong answers get the right diagnosis; crashes are reported."""
 import numpy as np
 import pytest
-import torch
 
 from rl4llm import gae, policy_gradient, score, sft_gradient, softmax
 from rl4llm.exercises import EXERCISES, check
@@ -50,6 +49,43 @@ def test_a_crash_or_a_non_function_is_reported_not_raised():
 
 
 def test_every_exercise_names_its_chapter():
-    assert EXERCISES == {"sft_gradient": 4, "score": 7, "policy_gradient": 7, "group_advantages": 13, "gae": 12,
-                         "clipped_objective": 11, "grpo_loss": 13}
-    assert isinstance(torch.tensor(1.0), torch.Tensor)
+    required = {"sft_gradient": 4, "score": 7, "policy_gradient": 7, "group_advantages": 13, "gae": 12,
+                "clipped_objective": 11, "grpo_loss": 13}
+    assert {k: EXERCISES[k] for k in required} == required
+    assert set(EXERCISES.values()) == set(range(1, 17))
+
+
+@pytest.mark.parametrize("text, value", [
+    ("0.25", 0.25), (" -0.025 ", -0.025), (".5", 0.5), ("1/4", 0.25), ("-1 / 40", -0.025), ("2.5e-1", 0.25),
+    (0.25, 0.25), (np.float64(0.25), 0.25), (3, 3.0),
+    ("abc", None), ("", None), ("0,25", None), ("1/0", None), ("nan", None), ("inf", None), (True, None),
+    ("1/2/3", None), ("٥", None), (float("nan"), None), ([0.25], None)])
+def test_a_by_hand_answer_is_parsed_as_the_answer_boxes_do(text, value):
+    from rl4llm.exercises import parse_number
+    assert parse_number(text) == value
+
+
+def test_a_numeric_exercise_names_each_common_mistake_and_never_raises():
+    from rl4llm.exercises import NumericExercise
+    exercise = NumericExercise(7, "the derivative", 0.025, 5e-4, ((-0.025, "the sign is flipped"),))
+    assert exercise.verdict("1/40").startswith("Correct: the derivative is 0.025")
+    assert exercise.verdict(-0.0252) == "Not yet: the sign is flipped."
+    assert exercise.verdict(0.3).startswith("Not yet: that is not within ±0.0005 of the derivative")
+    assert exercise.verdict("twenty").startswith("Not yet: enter one number")
+    with pytest.raises(ValueError, match="within 2 tolerances"):
+        NumericExercise(7, "x", 0.025, 5e-4, ((0.0255, "too close to tell apart"),))
+
+
+def test_verdicts_show_as_plain_text_and_assert_correct_fails_with_the_verdict(capsys):
+    import json
+
+    from IPython.lib.pretty import pretty
+
+    from rl4llm.exercises import answer_key, assert_correct
+    verdict = check("score", score)
+    assert pretty(verdict) == str(verdict) and verdict.correct
+    assert_correct("score", score)
+    assert capsys.readouterr().out.startswith("Correct:")
+    with pytest.raises(AssertionError, match="Not yet: the sign is flipped"):
+        assert_correct("score", lambda z, y: -score(z, y))
+    json.dumps(answer_key())                          # the build writes it into the pages

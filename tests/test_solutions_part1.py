@@ -37,6 +37,42 @@ def test_ch01_limits_of_temperature():
         softmax(LOGITS, 0)
 
 
+def test_ch01_a_colder_model():
+    k = np.array([0, 2, 1, 1, 0])
+    weights = np.exp(LOGITS / (1 / 3))
+    np.testing.assert_allclose(weights, 2.0 ** (3 * k))
+    np.testing.assert_allclose(weights, [1, 64, 8, 8, 1])
+    assert weights.sum() == pytest.approx(82)
+    cold = softmax(LOGITS, 1 / 3)
+    assert list(np.round(cold, 4)) == [0.0122, 0.7805, 0.0976, 0.0976, 0.0122]
+    assert cold[CORRECT] == pytest.approx(8 / 82) and cold[FOUR] == pytest.approx(64 / 82)
+    cubes = softmax(LOGITS) ** 3
+    assert cubes[CORRECT] == pytest.approx(0.008) and cubes.sum() == pytest.approx(0.082)
+    np.testing.assert_allclose(cubes / cubes.sum(), cold)                  # pi_T is proportional to pi^(1/T)
+    assert round(float(softmax(LOGITS * (1 / 3))[CORRECT]), 4) == 0.2063  # multiplied by T: flatter
+    assert cold[CORRECT] < softmax(LOGITS)[CORRECT] / 2 + 1e-12
+
+
+def test_ch01_what_temperature_does_to_the_bars():
+    for t, ratio in ((0.5, 4.0), (1.0, 2.0), (2.0, math.sqrt(2))):
+        p = softmax(LOGITS, t)
+        assert p[FOUR] / p[CORRECT] == pytest.approx(ratio)
+        assert ratio == pytest.approx(2 ** (1 / t))
+    assert round(0.6154 / 0.1538, 2) == 4.0 and round(0.2929 / 0.2071, 3) == 1.414
+    hot = softmax(LOGITS, 10)
+    assert (round(float(hot[FOUR]), 4), round(float(hot[0]), 4), round(float(hot[-1]), 4)) == (0.2171, 0.1890, 0.1890)
+    temperatures = np.geomspace(0.05, 100, 20001)
+    probs = softmax(LOGITS[None, :] / temperatures[:, None])
+    assert np.all(np.diff(np.argsort(-probs, axis=1, kind="stable"), axis=0) == 0)   # never reordered
+    assert np.all(probs[:, 2] == probs[:, 3]) and np.all(probs[:, 0] == probs[:, 4])
+    gap = np.abs(probs - 0.2).max(axis=1)
+    assert np.all(np.diff(gap[temperatures > 1]) < 0)
+    within = temperatures[np.argmax(gap < 0.01)]
+    assert round(float(within)) == 17
+    zbar = LOGITS.mean()
+    np.testing.assert_allclose(softmax(LOGITS, 1000), 0.2 * (1 + (LOGITS - zbar) / 1000), atol=1e-6)
+
+
 # ----------------------------------------------------------------------------- chapter 2
 def test_ch02_best_temperature():
     temperatures = np.geomspace(0.1, 50, 20001)
@@ -76,12 +112,47 @@ def test_ch02_ties_in_practice():
     assert np.cumsum(np.sort(softmax(LOGITS))[::-1])[1] == pytest.approx(0.6)
 
 
+def test_ch02_heat_first_then_cut():
+    weights = np.exp(LOGITS / 0.5)
+    np.testing.assert_allclose(weights, [1, 16, 4, 4, 1])
+    order = np.argsort(-weights, kind="stable")
+    running = np.cumsum(weights[order]) / weights.sum()
+    assert [VOCAB[i] for i in order[:3]] == ["4", "5", "6"]
+    assert list(np.round(running[:3], 4)) == [0.6154, 0.7692, 0.9231]
+    kept = decode_probs(LOGITS, 0.5, top_p=0.9)
+    assert [VOCAB[i] for i in np.flatnonzero(kept)] == ["4", "5", "6"]
+    assert kept[CORRECT] == pytest.approx(1 / 6) and round(float(kept[CORRECT]), 4) == 0.1667
+    at_one = decode_probs(LOGITS, 1.0, top_p=0.9)
+    assert [VOCAB[i] for i in np.flatnonzero(at_one)] == ["0", "4", "5", "6"]
+    assert list(np.round(np.cumsum(np.sort(softmax(LOGITS))[::-1])[:4], 4)) == [0.4, 0.6, 0.8, 0.9]
+    cut_then_heat = np.where(at_one > 0, softmax(LOGITS, 0.5), 0)
+    assert (cut_then_heat / cut_then_heat.sum())[CORRECT] == pytest.approx(4 / 25)
+
+
+def test_ch02_a_colder_sampler_loses_the_answer():
+    slider = 10 ** np.round(np.arange(-1.3, 1.7001, 0.05), 2)      # chapter 2's FloatLogSlider steps
+    assert np.any(np.isclose(slider, 10 ** -0.15)) and np.any(np.isclose(slider, 10 ** -0.2))
+    assert (round(10 ** -0.15, 3), round(10 ** -0.2, 3)) == (0.708, 0.631)
+    p5 = lambda t: float(decode_probs(LOGITS, t, top_p=0.5)[CORRECT])
+    assert p5(1.0) == pytest.approx(1 / 3) and round(p5(10 ** -0.15), 4) == 0.2731 and p5(10 ** -0.2) == 0.0
+    threshold = math.log(2) / math.log(1 + math.sqrt(3))
+    assert round(threshold, 4) == 0.6897
+    assert softmax(LOGITS, threshold)[FOUR] == pytest.approx(0.5)
+    assert p5(threshold * 1.0001) == pytest.approx(1 / (2 + math.sqrt(3)), rel=1e-3)
+    assert round(1 / (2 + math.sqrt(3)), 4) == 0.2679 and p5(threshold * 0.9999) == 0.0
+    temperatures = np.linspace(threshold * 1.0001, 1.0, 200)        # {4, 5} kept: 1 / (1 + u), falling as T drops
+    values = np.array([p5(t) for t in temperatures])
+    np.testing.assert_allclose(values, 1 / (1 + 2 ** (1 / temperatures)), rtol=1e-12)
+    assert np.all(np.diff(values) > 0)
+
+
 # ----------------------------------------------------------------------------- chapter 3
 def test_ch03_a_more_talkative_model():
     p05 = sequence_probability([0.1, 0.9, 1.0])
     assert p05 == pytest.approx(0.09)
     assert round(0.16 / p05, 2) == 1.78
     assert 0.16 + p05 == pytest.approx(0.25)
+    assert sequence_probability([0.2, 0.8]) == pytest.approx(0.16) and 0.2 + p05 == pytest.approx(0.29)
     talkative = two_spellings(0.1, 0.9)
     assert (talkative["5"], talkative["05"], talkative["correct"]) == (pytest.approx(0.16), pytest.approx(0.09),
                                                                       pytest.approx(0.25))
@@ -102,6 +173,22 @@ def test_ch03_what_the_verifier_sees():
     assert sorted(correct) == ["005", "05", "5"]
     positive = {a for a, p in answer_probabilities().items() if p > 0}
     assert positive & set(correct) == {"5", "05"}
+
+
+def test_ch03_when_the_long_spelling_wins():
+    first_5 = two_spellings(0.0)["5"]
+    assert first_5 == pytest.approx(2 / 9 * 0.8) and round(first_5, 4) == 0.1778
+    for q, crossing in ((1.0, 0.1509), (0.2, 0.4706)):
+        at = first_5 / (q + first_5)
+        assert round(at, 4) == crossing
+        assert two_spellings(at, q)["05"] == pytest.approx(two_spellings(at, q)["5"])
+        assert two_spellings(at + 1e-3, q)["05"] > two_spellings(at + 1e-3, q)["5"]
+    low, high = two_spellings(0.15, 1.0), two_spellings(0.2, 1.0)
+    assert (round(low["5"], 4), round(low["05"], 4)) == (0.1511, 0.15)
+    assert (round(high["05"], 4), round(high["5"], 4)) == (0.2, 0.1422)
+    for pi_0 in np.linspace(0, 1, 21):
+        assert two_spellings(pi_0, 1.0)["05"] == pytest.approx(pi_0)
+    assert round(two_spellings(0.0, 1.0)["correct"], 4) == 0.1778 and two_spellings(1.0, 1.0)["correct"] == 1.0
 
 
 # ----------------------------------------------------------------------------- chapter 4
@@ -137,6 +224,31 @@ def test_ch04_gradient_sums_to_zero():
         loss = lambda v: -np.log(softmax(v)[y])
         along_ones = (loss(z + 1e-6) - loss(z - 1e-6)) / 2e-6      # shift every logit together
         assert along_ones == pytest.approx(0.0, abs=1e-8)
+
+
+def test_ch04_noisy_labels():
+    pi, p = softmax(LOGITS), np.array([0, 0.5, 0.5, 0, 0])
+    assert (round(float(-np.log(0.4)), 4), round(float(-np.log(0.2)), 4)) == (0.9163, 1.6094)
+    assert round(cross_entropy(p, pi), 4) == 1.2629 == round(0.5 * (0.9163 + 1.6094), 4)
+    assert round(entropy(p), 4) == 0.6931 and round(kl_divergence(p, pi), 4) == 0.5697
+    assert entropy(p) + kl_divergence(p, pi) == pytest.approx(cross_entropy(p, pi))
+    assert cross_entropy(p, p) == pytest.approx(math.log(2))                # the best model keeps ln 2
+    assert round(float(-np.log(p @ pi)), 4) == 1.2040
+
+
+def test_ch04_when_5_takes_the_lead():
+    eta = math.log(2) / 1.2
+    assert round(eta, 4) == 0.5776
+    after = lambda lr: softmax(sft_step(LOGITS, CORRECT, lr))
+    gap = lambda lr: sft_step(LOGITS, CORRECT, lr)[CORRECT] - sft_step(LOGITS, CORRECT, lr)[FOUR]
+    assert gap(0.0) == pytest.approx(-math.log(2)) and gap(1.0) - gap(0.0) == pytest.approx(1.2)
+    tie = after(0.5776)
+    assert round(float(tie[CORRECT]), 4) == round(float(tie[FOUR]), 4) == 0.3169
+    assert after(eta)[CORRECT] == pytest.approx(after(eta)[FOUR])
+    assert (round(float(after(0.5)[FOUR]), 4), round(float(after(0.5)[CORRECT]), 4)) == (0.3285, 0.2992)
+    assert (round(float(after(0.6)[CORRECT]), 4), round(float(after(0.6)[FOUR]), 4)) == (0.3221, 0.3135)
+    for lr in np.arange(0.0, 5.01, 0.1):
+        assert after(lr)[0] == after(lr)[-1]
 
 
 # ----------------------------------------------------------------------------- chapter 5
@@ -198,3 +310,30 @@ def test_ch05_break_the_texts_reward():
     with pytest.raises(ValueError):
         int("5" + EOS_MARKER)
     assert addition_reward("2+3=", "5" + EOS_MARKER) == 1.0
+
+
+def test_ch05_forward_or_reverse():
+    pi, p = softmax(LOGITS), np.array([0.05, 0.05, 0.8, 0.05, 0.05])
+    np.testing.assert_allclose(p / pi, [1 / 2, 1 / 8, 4, 1 / 4, 1 / 2])
+    assert kl_divergence(p, pi) == pytest.approx(1.25 * math.log(2)) and round(kl_divergence(p, pi), 4) == 0.8664
+    assert kl_divergence(pi, p) == pytest.approx(1.4 * math.log(2)) and round(kl_divergence(pi, p), 4) == 0.9704
+    assert round(0.8 * 2 * math.log(2), 4) == 1.1090 and round(0.4 * 3 * math.log(2), 4) == 0.8318
+    forward_terms, reverse_terms = p * np.log(p / pi), pi * np.log(pi / p)
+    assert int(np.argmax(forward_terms)) == CORRECT and int(np.argmax(reverse_terms)) == FOUR
+
+
+def test_ch05_the_reverse_kl_of_the_label_is_infinite():
+    assert kl_divergence(softmax(LOGITS), np.eye(5)[CORRECT]) == math.inf
+
+
+def test_ch05_the_learning_rate_is_a_clock():
+    found = {}
+    for lr in (0.25, 0.5, 1.0, 2.0, 4.0):
+        curves = training_curves(lr, 25)
+        peak = int(np.argmax(curves["rl_05"]))
+        found[lr] = (peak, round(float(curves["rl_05"][peak]), 4), round(float(curves["rl_05"][-1]), 4),
+                     round(float(curves["sft_05"][-1]), 4))
+        assert np.all(np.diff(curves["sft_05"]) < 0)
+    assert found == {0.25: (14, 0.0217, 0.0198, 0.0055), 0.5: (7, 0.0218, 0.0101, 0.0027),
+                     1.0: (4, 0.0219, 0.0039, 0.0013), 2.0: (2, 0.0221, 0.0017, 0.0007),
+                     4.0: (1, 0.0224, 0.0009, 0.0003)}

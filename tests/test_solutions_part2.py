@@ -11,8 +11,9 @@ import pytest
 from rl4llm import (CORRECT, LOGITS, REWARDS, estimator_variance, expected_reward, optimal_baseline,
                     policy_gradient, score, sft_gradient, softmax)
 from rl4llm.estimators import (gradient_by_finite_differences, group_estimator_moments,
-                               group_mean_baseline_gradient, jhat_distribution, leave_one_out_gradient,
-                               sample_groups, variance_curve, zero_signal_probability)
+                               group_mean_baseline_gradient, jhat_distribution, jhat_samples,
+                               leave_one_out_gradient, sample_groups, std_and_standard_error, variance_curve,
+                               zero_signal_probability)
 from rl4llm.onpolicy import learning_curve_band, repeated_band, seed_study
 from rl4llm.statistics import noise_floor, t_quantile
 from rl4llm.viz.part2 import SEED_RUN
@@ -77,6 +78,35 @@ def test_ch06_text_g8_against_g4():
         assert (abs(b.mean() - a.mean()) > noise_floor(b, a)) == real
     a4, a64 = (seed_study(n, seed=20, **SEED_RUN)["finals"].std(ddof=1) for n in (4, 64))
     assert 1.8 < a4 / a64 < 2.2                      # "spread twice as widely as the 64"
+
+
+def test_ch06_lenient_se():
+    r = np.array([0, 0, 1, 0, 0.5])
+    J = expected_reward(LOGITS, r)
+    assert J == pytest.approx(0.25) and PI @ r ** 2 == pytest.approx(0.225)
+    assert PI @ r ** 2 - J ** 2 == pytest.approx(0.1625) and J * (1 - J) == pytest.approx(0.1875)
+    se = np.sqrt((PI @ r ** 2 - J ** 2) / 4)
+    assert se ** 2 == pytest.approx(0.040625) and round(se, 4) == 0.2016 > 0.2
+    samples = jhat_samples(PI, r, 4, 20_000, seed=0)
+    std, std_se = std_and_standard_error(samples)
+    assert round(samples.std(ddof=1), 4) == round(std, 4) == 0.2015 and round(std_se, 4) == 0.0010
+    assert np.allclose(np.unique(samples), np.arange(9) / 8)
+
+
+def test_ch06_write_jhat_distribution_overflows_at_1600():
+    with pytest.raises(OverflowError):
+        np.array([math.comb(1600, k) for k in range(1601)], dtype=float)
+    assert jhat_distribution(0.2, 1600)[1].sum() == pytest.approx(1.0)
+
+
+def test_ch06_bell():
+    assert [round(0.4 / math.sqrt(G), 3) for G in (16, 64)] == [0.1, 0.05]
+    zero = {G: jhat_distribution(0.2, G)[1][0] for G in (8, 13, 14, 16)}
+    assert [round(zero[G], 3) for G in (8, 13, 14, 16)] == [0.168, 0.055, 0.044, 0.028]
+    assert zero[13] > 0.05 > zero[14]
+    below = {G: 0.5 * math.erfc(math.sqrt(G / 8)) for G in (4, 16, 64)}
+    assert round(below[4], 3) == 0.159 and round(below[16], 3) == 0.023 and round(below[64], 5) == 0.00003
+    assert round(jhat_distribution(0.2, 4)[1][0], 2) == 0.41
 
 
 # ----------------------------------------------------------------------------- chapter 7
@@ -146,6 +176,45 @@ def test_ch08_more_samples_or_a_baseline():
     assert estimator_variance(LOGITS, REWARDS + 10, 0.0, G=788) > with_baseline
 
 
+def test_ch08_lenient_baseline():
+    r = np.array([0, 0, 1, 0, 0.5])
+    g_sq = np.array([(score(LOGITS, y) ** 2).sum() for y in range(5)])
+    assert np.allclose(g_sq, [1.06, 0.46, 0.86, 0.86, 1.06])
+    assert PI @ (r * g_sq) == pytest.approx(0.225) and PI @ g_sq == pytest.approx(0.74)
+    b_star = optimal_baseline(LOGITS, r)
+    assert b_star == pytest.approx(45 / 148) and round(b_star, 4) == 0.3041
+    J = expected_reward(LOGITS, r)
+    assert J == pytest.approx(0.25)
+    at_star, at_mean, at_zero = (estimator_variance(LOGITS, r, b) for b in (b_star, J, 0.0))
+    assert [round(v, 4) for v in (at_star, at_mean, at_zero)] == [0.0938, 0.0960, 0.1623]
+    assert round(at_mean / at_star, 3) == 1.023
+
+
+def test_ch08_write_estimator_variance_on_the_toy():
+    assert round(estimator_variance(LOGITS, REWARDS, 0.2, 4), 4) == 0.0246
+    assert estimator_variance(LOGITS, REWARDS, 0.2, 4) == pytest.approx(estimator_variance(LOGITS, REWARDS, 0.2) / 4)
+
+
+def test_ch08_overshoot():
+    mean = estimator_variance(LOGITS, REWARDS, 0.2)
+    ratios = {b: estimator_variance(LOGITS, REWARDS, b) / mean for b in (0.0, 0.2, 0.4, 0.5, 1.0)}
+    assert [round(x, 3) for x in ratios.values()] == [1.398, 1.0, 1.203, 1.530, 5.423]
+    assert [f"{x:.1f}" for x in ratios.values()] == ["1.4", "1.0", "1.2", "1.5", "5.4"]   # the slider's title
+    b_star = optimal_baseline(LOGITS, REWARDS)
+    assert round(2 * b_star, 2) == 0.46
+    assert estimator_variance(LOGITS, REWARDS, 2 * b_star) == pytest.approx(estimator_variance(LOGITS, REWARDS, 0.0))
+    assert ratios[0.4] < ratios[0.0] < ratios[0.5]
+    r10 = REWARDS + 10
+    mean10 = estimator_variance(LOGITS, r10, 10.2)
+    assert round(estimator_variance(LOGITS, r10, 0.0) / mean10) == 788
+    assert estimator_variance(LOGITS, r10, 11.0) / mean10 == pytest.approx(ratios[1.0])
+    b10 = optimal_baseline(LOGITS, r10)
+    assert round(b10, 4) == 10.2324 and round(2 * b10, 2) == 20.46
+    assert estimator_variance(LOGITS, r10, 2 * b10) == pytest.approx(estimator_variance(LOGITS, r10, 0.0))
+    for b in np.linspace(-1, 11, 25):      # the same parabola moved by 10
+        assert estimator_variance(LOGITS, r10, b) == pytest.approx(estimator_variance(LOGITS, REWARDS, b - 10))
+
+
 # ----------------------------------------------------------------------------- chapter 9
 def test_ch09_leave_one_out():
     group = sample_groups(PI, G=8, n_groups=1, rng=np.random.default_rng(3))[0]      # the chapter's group
@@ -208,3 +277,30 @@ def test_ch09_learning_rate_over_30_figures(redrawn):
 def test_ch06_t_quantiles_quoted_in_the_text_and_draw_seeds():
     assert round(t_quantile(0.975, 1), 1) == 12.7 and round(t_quantile(0.975, 3), 2) == 3.18
     assert [round(t_quantile(0.975, 2 * n - 2), 2) for n in (2, 3, 4, 8, 30)] == [4.3, 2.78, 2.45, 2.14, 2.0]
+
+
+def test_ch09_group_step():
+    group = [2, 1, 1, 0]                                    # 5, 4, 4, 0
+    assert REWARDS[group].tolist() == [1, 0, 0, 0]
+    estimate = group_mean_baseline_gradient(LOGITS, group, REWARDS)
+    assert np.allclose(estimate, [-0.0625, -0.125, 0.1875, 0, 0], atol=1e-15)
+    advantages = REWARDS[group] - REWARDS[group].mean()
+    assert np.allclose(advantages, [0.75, -0.25, -0.25, -0.25]) and advantages.sum() == 0
+    no_baseline = (REWARDS[group][:, None] * (np.eye(5)[group] - PI)).mean(axis=0)
+    assert np.allclose(no_baseline, [-0.025, -0.1, 0.2, -0.05, -0.025])
+    assert np.allclose(0.75 * policy_gradient(LOGITS, REWARDS), [-0.015, -0.06, 0.12, -0.03, -0.015])
+    assert np.allclose(policy_gradient(LOGITS, REWARDS), [-0.02, -0.08, 0.16, -0.04, -0.02])
+
+
+def test_ch09_slider_runs_start_as_the_ten_step_figures():
+    """The lr experiment reads the slider's figure (30 steps) through learning_curve_band(8, lr, steps=10)."""
+    for lr in (0.5, 1.0, 2.0, 4.0):
+        short, long = learning_curve_band(8, lr, steps=10, seed=0), learning_curve_band(8, lr, steps=30, seed=0)
+        for key in ("median", "low", "high"):
+            assert np.allclose(short[key], long[key][:11], atol=1e-12)
+
+
+def test_ch09_band_widest_in_between():
+    widths = {lr: learning_curve_band(8, lr, steps=10, seed=0) for lr in (2.0, 4.0)}
+    assert round(widths[2.0]["high"][5] - widths[2.0]["low"][5], 4) == 0.1647
+    assert round(widths[4.0]["high"][5] - widths[4.0]["low"][5], 4) == 0.0995

@@ -10,7 +10,8 @@ from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, c
                     importance_weighted_jhat_samples, importance_weighted_variance, policy_gradient,
                     policy_kl, ppo_inner_steps, score, softmax, td_errors, trust_region_step)
 from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, discounted_returns
-from rl4llm.reuse import clip_binds, with_correct_mass
+from rl4llm.exercises.part3 import BOOSTED_LOGITS
+from rl4llm.reuse import clip_binds, clipped_objective_grad, drift_variance_ratio, importance_ratios, with_correct_mass
 
 WRONG = np.arange(5) != CORRECT
 
@@ -93,6 +94,42 @@ def test_ch10_missing_support():
     assert np.all(importance_weighted_jhat_samples(p_new, p_old, REWARDS, 8, 100, seed=0) == 0.0)
 
 
+def test_ch10_weight_by_hand():
+    """ex-ch10-weight: z(5) + ln 2 gives e^z = (1, 4, 4, 2, 1), sum 12, pi_new = (1/12, 1/3, 1/3, 1/6, 1/12);
+    rho(5) = 5/3, every wrong answer 5/6; ln rho(5) = ln 2 - ln 1.2; one 5 in four stale draws: 5/12."""
+    assert np.allclose(BOOSTED_LOGITS, LOGITS + np.log(2) * (np.arange(5) == CORRECT))
+    assert np.allclose(np.exp(BOOSTED_LOGITS), [1, 4, 4, 2, 1]) and np.exp(BOOSTED_LOGITS).sum() == pytest.approx(12)
+    p_new = softmax(BOOSTED_LOGITS)
+    assert np.allclose(p_new, [1 / 12, 1 / 3, 1 / 3, 1 / 6, 1 / 12])
+    assert np.round(p_new, 4).tolist() == [0.0833, 0.3333, 0.3333, 0.1667, 0.0833]
+    rho = importance_ratios(BOOSTED_LOGITS, LOGITS)
+    assert np.allclose(rho, [5 / 6, 5 / 6, 5 / 3, 5 / 6, 5 / 6])
+    assert np.round(rho, 4).tolist() == [0.8333, 0.8333, 1.6667, 0.8333, 0.8333]
+    assert np.allclose(rho, p_new / softmax(LOGITS))               # a second route: divide the two laws
+    assert np.log(rho[CORRECT]) == pytest.approx(np.log(2) - np.log(12 / 10))
+    j_hat = np.mean(rho[[CORRECT, 1, 1, 3]] * REWARDS[[CORRECT, 1, 1, 3]])     # one 5 among four draws
+    assert j_hat == pytest.approx(5 / 12) and round(j_hat, 4) == 0.4167
+    assert p_new[CORRECT] == pytest.approx(1 / 3)
+
+
+def test_ch10_drift_experiment():
+    """ex-ch10-drift: the variance multiple 19 b / (1 - b): 4.75, 19, 76 at 0.2, 0.5, 0.8; 1 at 0.05;
+    2 at b = 2/21 = 0.0952, 2.1111 at 0.1; the same 19 for every G at 0.5; P(no 5) = 0.95^G = 0.6634,
+    0.4401, 0.1937 at G = 8, 16, 32; 32 stale draws are worth 32/19 = 1.7 fresh ones."""
+    assert np.allclose(drift_variance_ratio([0.2, 0.5, 0.8]), [4.75, 19.0, 76.0])
+    assert drift_variance_ratio([0.05])[0] == pytest.approx(1.0)
+    assert drift_variance_ratio([2 / 21])[0] == pytest.approx(2.0) and round(2 / 21, 4) == 0.0952
+    assert round(float(drift_variance_ratio([0.1])[0]), 4) == 2.1111
+    b = np.linspace(0.05, 0.95, 19)
+    assert np.allclose(drift_variance_ratio(b), 19 * b / (1 - b))
+    for G in (1, 4, 8, 16, 32):
+        d = drift_case(0.5, G)
+        assert d["is_variance"] / d["on_variance"] == pytest.approx(19.0)
+    for G, p in [(8, 0.6634), (16, 0.4401), (32, 0.1937)]:
+        assert round(drift_case(0.5, G)["p_no_correct"], 4) == p == round(0.95 ** G, 4)
+    assert round(32 / 19, 1) == 1.7
+
+
 # ----------------------------------------------------------------------------- chapter 11
 def test_ch11_clip_higher():
     """ex-ch11-cliphigher: only the good-answer case changes, 0.96 -> 1.024; the cap on a good
@@ -130,6 +167,44 @@ def test_ch11_early_stopping_on_kl():
     kept = run["probs"][first - 1, CORRECT]
     trpo = softmax(trust_region_step(LOGITS, policy_gradient(LOGITS, REWARDS), 0.01)["logits"])[CORRECT]
     assert round(kept, 4) == 0.2662 and round(trpo, 4) == 0.2491 and kept > trpo
+
+
+def test_ch11_negative_by_hand():
+    """ex-ch11-negative: rho = 0.6, A = -0.5, eps = 0.2: terms -0.3 and -0.4, min -0.4, derivative 0;
+    at rho = 1.5: -0.75 and -0.6, min -0.75, derivative -0.5; capping at 1 + eps gives -0.3 and -0.6."""
+    assert 0.6 * -0.5 == pytest.approx(-0.3) and np.clip(0.6, 0.8, 1.2) * -0.5 == pytest.approx(-0.4)
+    assert np.allclose(clipped_objective(np.array([0.6, 1.5]), np.array([-0.5, -0.5]), 0.2), [-0.4, -0.75])
+    assert np.allclose(clipped_objective_grad(np.array([0.6, 1.5]), np.array([-0.5, -0.5]), 0.2), [0.0, -0.5])
+    assert clip_binds([0.6], [-0.5], 0.2).item() and not clip_binds([1.5], [-0.5], 0.2).item()
+    assert np.allclose(np.minimum([0.6, 1.5], 1.2) * -0.5, [-0.3, -0.6])          # the wrong side
+    # the coding solution's example: capping rho at 1 + eps for A = -0.2 at rho = 2
+    assert min(2.0, 1.2) * -0.2 == pytest.approx(-0.24) and clipped_objective(2.0, -0.2, 0.2) == pytest.approx(-0.40)
+
+
+def test_ch11_long_reuse_experiment():
+    """ex-ch11-long-reuse: eps = 0.2, K = 24: the 4s' ratio crosses 0.8 at step 13 (0.7950), clip fraction
+    0.25 -> 0.625, KL 0.0335; KL 0.0535 at step 24; flickers, 0.875 from step 21. eps = 0.1: 5s clipped
+    from step 1, 4s first at step 8 (0.8898); all eight clipped from step 22, KL 0.0202, pi(5) 0.2877
+    at 22-24. KL at step 24: 0.0202, 0.0535, 0.0972 for eps = 0.1, 0.2, 0.3."""
+    runs = {eps: ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, 0.5, 24) for eps in (0.1, 0.2, 0.3)}
+    run = runs[0.2]
+    frac, kl, fours = run["clip_fraction"], run["kl"], run["ratios"][:, 0]
+    assert [TOY_GROUP[i] for i in (0, 1, 4)] == [1, 1, 1] and TOY_GROUP_ADVANTAGES[0] == pytest.approx(-0.25)
+    assert np.allclose(run["ratios"][:, [1, 4]], fours[:, None])            # the three 4s share a ratio
+    first = int(np.argmax(frac > 0.25))
+    assert first == 13 and np.all(frac[2:13] == 0.25) and frac[1] == 0.0
+    assert round(fours[13], 4) == 0.7950 and fours[12] >= 0.8 and frac[13] == 0.625
+    assert round(kl[13], 4) == 0.0335 and round(kl[24], 4) == 0.0535
+    assert set(frac[13:21].tolist()) == {0.25, 0.625} and np.all(frac[21:] == 0.875)
+    assert np.all(np.diff(kl[:14]) > 0)                   # the KL keeps growing past the first clips
+    run = runs[0.1]
+    frac, fours = run["clip_fraction"], run["ratios"][:, 0]
+    assert frac[1] == 0.25 and int(np.argmax(frac > 0.25)) == 8 and round(fours[8], 4) == 0.8898
+    assert int(np.argmax(frac == 1.0)) == 22 and np.all(frac[22:] == 1.0)
+    assert [round(k, 4) for k in run["kl"][22:]] == [0.0202] * 3
+    assert [round(p, 4) for p in run["probs"][22:, CORRECT]] == [0.2877] * 3
+    assert np.allclose(run["probs"][22:], run["probs"][22])                # the policy has stopped
+    assert [round(runs[eps]["kl"][24], 4) for eps in (0.1, 0.2, 0.3)] == [0.0202, 0.0535, 0.0972]
 
 
 # ----------------------------------------------------------------------------- chapter 12
@@ -180,3 +255,35 @@ def test_ch12_telescoping_and_the_perfect_critic(gamma):
             bias = (gamma * P[a0] @ e1 - e0) if critic_error else 0.0
             assert mean_delta0 == pytest.approx(advantage + bias)
     assert pi0 @ (Q0 - V0) == pytest.approx(0.0)          # every advantage has mean 0 given s0
+
+
+def test_ch12_by_hand_slips():
+    """ex-ch12-by-hand, the usual slips: TD errors without gamma stay (0.1, 0.1, 0.3); weights 0.9^l
+    give the lambda = 1 advantage G_0 - V(s_0) = 0.81 - 0.5 = 0.31."""
+    assert np.allclose(td_errors(EXAMPLE_REWARDS, EXAMPLE_VALUES, 1.0), [0.1, 0.1, 0.3])
+    assert discounted_returns(EXAMPLE_REWARDS, 0.9)[0] == pytest.approx(0.81)
+    assert gae(EXAMPLE_REWARDS, EXAMPLE_VALUES, 0.9, 1.0)[0] == pytest.approx(0.31) == 0.81 - 0.5
+
+
+def test_ch12_equal_credit_experiment():
+    """ex-ch12-equal-credit: lambda = 2/3 gives (0.3, 0.3, 0.3); 0.65 gives (0.2918, 0.295, 0.3) and 0.7
+    gives (0.317, 0.31, 0.3); lambda = 1 gives (0.5, 0.4, 0.3). With lambda = 0.5, step 0 gets 0.0120 at
+    gamma = 0.8 and -0.0359 at 0.75; step 1 -0.005 at 0.7; delta = (-0.05, -0.075, 0.3) at 0.75; the Monte
+    Carlo step 0 at 0.75 is 0.5625 - 0.5 = 0.0625."""
+    A = lambda gamma, lam: gae(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma=gamma, lam=lam)
+    assert np.allclose(A(1.0, 2 / 3), [0.3, 0.3, 0.3])
+    lam = np.linspace(0, 1, 101)                         # below 2/3 the early steps get less, above more
+    early = np.array([A(1.0, l)[:2] for l in lam])
+    assert np.all((early < 0.3 - 1e-12) == (lam < 2 / 3)[:, None])
+    assert np.round(A(1.0, 0.65), 4).tolist() == [0.2918, 0.295, 0.3]
+    assert np.round(A(1.0, 0.7), 4).tolist() == [0.317, 0.31, 0.3]
+    assert np.allclose(A(1.0, 1.0), [0.5, 0.4, 0.3])
+    gammas = np.round(np.arange(1.0, 0.04, -0.05), 2)               # the slider's values, from 1 down
+    step0 = [A(g, 0.5)[0] for g in gammas]
+    first_negative = gammas[int(np.argmax(np.array(step0) < 0))]
+    assert first_negative == 0.75
+    assert round(A(0.8, 0.5)[0], 4) == 0.0120 and round(A(0.75, 0.5)[0], 4) == -0.0359
+    step1 = [A(g, 0.5)[1] for g in gammas]
+    assert gammas[int(np.argmax(np.array(step1) < 0))] == 0.7 and round(A(0.7, 0.5)[1], 4) == -0.005
+    assert np.allclose(td_errors(EXAMPLE_REWARDS, EXAMPLE_VALUES, 0.75), [-0.05, -0.075, 0.3])
+    assert A(0.75, 1.0)[0] == pytest.approx(0.0625) == 0.75 ** 2 - 0.5

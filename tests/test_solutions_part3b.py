@@ -5,11 +5,12 @@ digits it states), and the conclusion it draws (a noise-floor verdict where it c
 """
 import numpy as np
 import pytest
+import torch
 
 from rl4llm.estimators import zero_signal_probability
 from rl4llm.grpo import group_advantages
 from rl4llm.statistics import noise_floor
-from rl4llm.toy_grpo import aggregation_weights, grpo_toy_run, run_over_seeds
+from rl4llm.toy_grpo import SLIDER_RUN, aggregation_weights, grpo_toy_run, run_over_seeds
 
 SEEDS = range(8)
 
@@ -82,3 +83,40 @@ def test_ch13_leash_solution():
         difference, _, real = _compare(finals[high], finals[low])
         assert difference < 0 and real, (low, high)
     assert np.all(finals[3.0] > 0.2) and r4(finals[3.0].min()) == 0.2218
+
+
+# ------------------------------------------------------------------ ex-ch13-advantage
+def test_ch13_partial_credit_advantage_solution():
+    r = np.array([1.0, 0.5, 0.0, 0.0])
+    assert r.mean() == 0.375 and (r - r.mean()).tolist() == [0.625, 0.125, -0.375, -0.375]
+    assert ((r - r.mean()) ** 2).tolist() == [0.390625, 0.015625, 0.140625, 0.140625]
+    assert r.var() == 0.171875 and r4(r.std()) == 0.4146
+    A = group_advantages(r)
+    assert np.round(A, 4).tolist() == [1.5076, 0.3015, -0.9045, -0.9045]
+    assert A[1] > 0                                        # the wrong answer "15" is pushed up
+    assert r4(r.std(ddof=1)) == 0.4787 and r4(group_advantages(r, ddof=1)[1]) == 0.2611
+    assert r4(0.5 / r.std()) == 1.2060
+
+
+# ------------------------------------------------------------------ ex-ch13-write-group-advantages
+def test_ch13_group_advantages_solution_flat_groups():
+    """A flat group gets exact zeros, also with eps = 0; torch tensors are accepted."""
+    flat = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
+    assert group_advantages(flat).tolist() == [[0.0] * 3] * 2
+    with np.errstate(all="ignore"):
+        assert group_advantages(flat, eps=0.0).tolist() == [[0.0] * 3] * 2
+    t = group_advantages(torch.tensor([[1.0, 0.5, 0.0, 0.0]]))
+    assert isinstance(t, torch.Tensor) and np.allclose(t.numpy(), group_advantages([[1.0, 0.5, 0.0, 0.0]]))
+
+
+# ------------------------------------------------------------------ ex-ch13-leash, the slider part
+def test_ch13_leash_slider_numbers():
+    """One seed, SLIDER_RUN (10 steps, K = 2): pi(5) after 10 steps 0.95, 0.75, 0.29 and KL 1.34, 0.71,
+    0.03 at beta = 0, 0.5, 2; at beta = 2, pi(5) between 0.22 and 0.29 from step 2 on, KL below 0.04."""
+    assert SLIDER_RUN == {"steps": 10, "K": 2, "seed": 0}
+    runs = {beta: grpo_toy_run(**SLIDER_RUN, beta=beta) for beta in (0.0, 0.5, 2.0)}
+    assert [round(float(runs[b]["pi_correct"][-1]), 2) for b in runs] == [0.95, 0.75, 0.29]
+    assert [round(float(runs[b]["kl_ref"][-1]), 2) for b in runs] == [1.34, 0.71, 0.03]
+    tail = runs[2.0]["pi_correct"][2:]
+    assert np.all(tail > 0.2) and round(float(tail.min()), 2) == 0.22 and round(float(tail.max()), 2) == 0.29
+    assert np.all(runs[2.0]["kl_ref"] < 0.04)

@@ -106,7 +106,6 @@ class FunctionExercise:
 
     ``cases()`` gives the positional arguments to try (the toy first, then seeded random cases);
     ``mistakes`` pairs what went wrong, in words, with a function that makes that mistake.
-    ``compare`` turns a function's result into the array compared (default: the result itself).
     """
     chapter: int
     reference: Callable
@@ -125,7 +124,7 @@ class FunctionExercise:
                 return f"{NOT_YET} your function raised {type(err).__name__}: {err} (on arguments {_show(args)})."
         expected = [_as_array(self.reference(*args)) for args in cases]
         if all(_close(o, e) for o, e in zip(outputs, expected)):
-            return f"{CORRECT} your function matches the reference on the toy and on {len(cases) - 1} random cases."
+            return f"{CORRECT} your function matches the reference on the toy and on {len(cases) - 1} other cases."
         for explanation, mistake in self.mistakes:
             if all(_close(o, _as_array(mistake(*args))) for o, args in zip(outputs, cases)):
                 return f"{NOT_YET} {explanation}."
@@ -179,9 +178,9 @@ def _round(a: np.ndarray):
 
 def _show(args) -> str:
     def one(a):
-        if isinstance(a, str):
-            return repr(a)
         if hasattr(a, "detach"):
             a = a.detach().numpy()
-        return np.array2string(np.asarray(a), precision=3) if np.ndim(a) else f"{a:g}"
+        if isinstance(a, (np.ndarray, list, tuple)) and np.ndim(a):
+            return np.array2string(np.asarray(a), precision=3)
+        return f"{a:g}" if isinstance(a, Real) and not isinstance(a, bool) else repr(a)
     return ", ".join(one(a) for a in args)

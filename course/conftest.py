@@ -1,0 +1,6 @@
+"""The pytest route to grading: ``--submissions DIR`` names a folder of submitted notebooks."""
+
+
+def pytest_addoption(parser):
+    parser.addoption("--submissions", action="store", default=None,
+                     help="folder of submitted notebooks (nbgrader assignments or student-edition chapters)")

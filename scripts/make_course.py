@@ -1,0 +1,34 @@
+"""Write the nbgrader course's source assignments from the chapters' coding exercises.
+
+    python scripts/make_course.py
+
+writes course/source/part1/part1.ipynb ... part4/part4.ipynb (Part I: chapters 1-5, II: 6-9,
+III: 10-13, IV: 14-16). Run it after changing a chapter's coding exercises; tests/test_grading.py
+fails while the course and the chapters disagree. The instructor guide (book/instructor_guide.ipynb)
+gives the nbgrader commands that release, collect and autograde them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rl4llm.coursework import PARTS, source_assignment, write_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "course"
+
+
+def assignments() -> dict[str, dict]:
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    return {part: source_assignment(part, chapters) for part in PARTS}
+
+
+def main() -> None:
+    for part, nb in assignments().items():
+        path = COURSE / "source" / part / f"{part}.ipynb"
+        write_notebook(nb, path)
+        print(f"{path.relative_to(ROOT)}: {sum(1 for c in nb['cells'] if c['metadata']['nbgrader']['grade'])} "
+              "graded exercises")
+
+
+if __name__ == "__main__":
+    main()
