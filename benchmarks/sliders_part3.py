@@ -1,19 +1,21 @@
 """Time the pure function behind every slider of chapters 10-12 over the slider's range.
 
-Each slider update must recompute its numbers in well under 20 ms; ``slider_timing.report``
-prints the median and the worst update per slider, and the machine it ran on.
+Each slider update must recompute its numbers in well under 20 ms, and the live control must redraw
+in under 100 ms (median) and 200 ms (worst); ``slider_timing.report`` prints the median and the worst
+update and redraw per slider, and the machine it ran on.
 
-    python benchmarks/sliders_part3.py
+    OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/sliders_part3.py
 """
 from __future__ import annotations
 
+import ipywidgets as widgets
 import numpy as np
 
 from rl4llm import (LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_objective,
                     clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
 from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
-from rl4llm.viz.part3 import INNER_LR
-from slider_timing import report
+from rl4llm.viz.part3 import INNER_LR, draw_clip, draw_drift, draw_gae, draw_inner_steps
+from slider_timing import Redraw, grid, report
 
 RHO = np.linspace(0.0, 2.5, 501)
 
@@ -45,6 +47,25 @@ SLIDERS = {
         for lam in np.arange(0.0, 1.001, 0.1) for g in np.arange(0.05, 1.001, 0.1)],
 }
 
+# the notebooks' live controls (same widgets, same figure sizes), moved over the same ranges
+REDRAWS = {
+    "ch10 drift x G (drift_case + curve)": Redraw(
+        draw_drift, {"drift": widgets.FloatSlider(value=0.5, min=0.05, max=0.95, step=0.05),
+                     "G": widgets.IntSlider(value=8, min=1, max=32, step=1)},
+        grid(drift=(0.05, 0.35, 0.65, 0.95), G=(1, 4, 13, 32)), figsize=(9, 3.6)),
+    "ch11 eps (clipped_objective, _grad)": Redraw(
+        draw_clip, {"eps": widgets.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05)},
+        grid(eps=np.arange(0.05, 0.501, 0.05)), figsize=(8, 5)),
+    "ch11 K x eps (ppo_inner_steps)": Redraw(
+        draw_inner_steps, {"K": widgets.IntSlider(value=12, min=1, max=24, step=1),
+                           "eps": widgets.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05)},
+        grid(K=(1, 6, 12, 24), eps=(0.05, 0.2, 0.5)), figsize=(10, 3.4)),
+    "ch12 lambda x gamma (advantage_table)": Redraw(
+        draw_gae, {"lam": widgets.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05),
+                   "gamma": widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05)},
+        grid(lam=(0.0, 0.3, 0.7, 1.0), gamma=(0.05, 0.5, 1.0)), figsize=(10, 3.6)),
+}
+
 
 if __name__ == "__main__":
-    report(SLIDERS)
+    report(SLIDERS, redraws=REDRAWS)

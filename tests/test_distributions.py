@@ -236,8 +236,10 @@ def test_temperature_is_applied_before_truncation():
 
 
 def test_top_k_then_top_p_compose():
-    # top-k = 3 keeps {4, 5, 6}; top-p = 0.5 inside those keeps {4, 5}
-    np.testing.assert_allclose(decode_probs(LOGITS, top_k=3, top_p=0.5), [0, 2 / 3, 1 / 3, 0, 0])
+    # top-k = 3 keeps {4, 5, 6}, renormalised (0.5, 0.25, 0.25); top-p = 0.5 of that is reached by 4 alone
+    np.testing.assert_allclose(decode_probs(LOGITS, top_k=3, top_p=0.5), onehot(FOUR, 5))
+    # top-p = 0.6 of the renormalised top-3 needs 4 and 5 (0.75); of the raw pi it would too (0.6)
+    np.testing.assert_allclose(decode_probs(LOGITS, top_k=3, top_p=0.6), [0, 2 / 3, 1 / 3, 0, 0])
     # top-p asks for more mass than top-k leaves: top-k wins
     np.testing.assert_allclose(decode_probs(LOGITS, top_k=1, top_p=0.9), onehot(FOUR, 5))
 
@@ -462,3 +464,24 @@ def test_bad_step_probs_raise(bad):
 def test_bad_onehot_raises(index, size, name):
     with pytest.raises(ValueError, match=name):
         onehot(index, size)
+
+
+def test_decode_probs_is_what_hugging_face_samples_from():
+    """Independent route: transformers' own warpers (temperature, top-k, top-p, in generate's order),
+    on random logits without ties, every combination of the three."""
+    torch = pytest.importorskip("torch")
+    from transformers.generation.logits_process import (TemperatureLogitsWarper, TopKLogitsWarper,
+                                                        TopPLogitsWarper)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        z = rng.normal(scale=2.0, size=int(rng.integers(3, 9)))
+        T, k, p = float(rng.uniform(0.3, 3.0)), int(rng.integers(1, z.size + 1)), float(rng.uniform(0.05, 0.99))
+        scores = torch.tensor(z, dtype=torch.float64)[None]
+        for top_k, top_p in ((None, None), (k, None), (None, p), (k, p)):
+            warped = TemperatureLogitsWarper(T)(None, scores.clone())
+            if top_k is not None:
+                warped = TopKLogitsWarper(top_k)(None, warped)
+            if top_p is not None:
+                warped = TopPLogitsWarper(top_p)(None, warped)
+            expected = torch.softmax(warped, dim=-1)[0].numpy()
+            np.testing.assert_allclose(decode_probs(z, T, top_k=top_k, top_p=top_p), expected, atol=1e-12)

@@ -1,9 +1,11 @@
-"""Chapter 16's solutions and claims, and the intro's promises, checked by running them.
+"""Part IV's solutions (chapters 14-16) and chapter 16's claims, and the intro's promises, checked by
+running them.
 
-Every number a chapter 16 solution states is recomputed here with the code the solution gives;
-claims of the chapter's prose that no printed output shows, and the intro's statements about the
-book (exercise labels, sliders, pinned versions), are checked against the library and the
-notebooks themselves.
+Every number a solution of chapters 14-16 states is recomputed here with the code the solution gives
+(for chapters 14 and 15, whose trained digits depend on the CPU, the solutions state only what holds
+on every CPU, and these tests check those statements); claims of chapter 16's prose that no printed
+output shows, and the intro's statements about the book (exercise labels, sliders, pinned versions),
+are checked against the library and the notebooks themselves.
 """
 import json
 import pathlib
@@ -221,3 +223,207 @@ def test_intro_commands_name_real_files_and_settings():
     assert "colab_url:" in config and "binderhub_url:" in config and re.search(r"^\s+url: https://github\.com/",
                                                                               config, re.M)
     assert (ROOT / "code" / "pyproject.toml").exists()      # what `pip install ../code` installs
+
+
+# ============================================================================= chapter 14
+def _solution(path, label):
+    text = _markdown(path)
+    start = text.index("```{solution} " + label)
+    end = start + 10 + re.search(r"^```$", text[start + 10:], re.M).start()
+    return " ".join(text[start:end].split())     # one space between words
+
+
+def _stored_output(path, needle):
+    """The printed output of the one code cell of ``path`` whose source contains ``needle``."""
+    cells = [c for c in json.loads(path.read_text())["cells"]
+             if c["cell_type"] == "code" and needle in "".join(c["source"])]
+    assert len(cells) == 1, needle
+    return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+
+
+CH14, CH15, CH16 = (BOOK / "14_tiny_transformer.ipynb", BOOK / "15_to_trl.ipynb", BOOK / "16_summary.ipynb")
+
+
+# ----------------------------------------------------------------------------- ex-ch14-seeds
+def test_ch14_seeds_solution():
+    from rl4llm.statistics import seeds_needed, t_quantile
+    s, d = 0.04, 0.03
+    assert round(8 * s ** 2 / d ** 2, 2) == 14.22
+    assert seeds_needed(s, d) == 15
+    assert round(t_quantile(0.975, 28), 4) == 2.0484 and round(t_quantile(0.975, 26), 4) == 2.0555
+    floor = {n: t_quantile(0.975, 2 * n - 2) * s * np.sqrt(2 / n) for n in (14, 15)}
+    assert round(floor[15], 4) == 0.0299 < d < round(floor[14], 4) == 0.0311
+    # dropping the sqrt(2) gives 8 seeds, dropping t (one standard error) gives 4; halving d quadruples n
+    from rl4llm.exercises.part4 import seeds_by_hand
+    assert (seeds_by_hand(s, d, settings=1), seeds_by_hand(s, d, t=1.0)) == (8, 4)
+    assert seeds_by_hand(s, d / 2) == 57 and 8 * s ** 2 / (d / 2) ** 2 == pytest.approx(4 * 8 * s ** 2 / d ** 2)
+
+
+# ----------------------------------------------------------------------------- ex-ch14-verifier
+def test_ch14_verifier_solution():
+    import sys
+
+    from rl4llm import addition_reward
+    from rl4llm.verifier import EOS_MARKER
+    assert sys.get_int_max_str_digits() == 4300
+    with pytest.raises(ValueError):
+        int("7" * 4301)
+    long_answer = "0" * 5000 + "76" + EOS_MARKER
+    assert addition_reward("29+47=", long_answer) == 1.0         # no int() of the answer: no crash
+    with pytest.raises(SyntaxError):
+        eval("07+45")                                             # a zero-padded prompt is no Python literal
+    assert eval("30+46") == 76 and eval("76.0") == 76
+    assert re.fullmatch(r"\d+", "٧٦") and not re.fullmatch(r"[0-9]+", "٧٦") and "٧٦".isdigit()
+    assert int("+76") == int("7_6") == int("٧٦") == 76 and float("76e0") == 76
+    assert "76<eos><pad>".replace(EOS_MARKER, "") == "76<pad>"
+    for completion, reward in (("76<eos><pad>", 1.0), ("076<eos>", 1.0), (" 76 <eos>", 1.0), ("+76", 0.0),
+                               ("7 6", 0.0), ("7_6", 0.0), ("٧٦", 0.0), ("76.0", 0.0), ("76e0", 0.0),
+                               ("30+46", 0.0), ("abc", 0.0), ("", 0.0)):
+        assert addition_reward("29+47=", completion) == reward, completion
+
+
+# ----------------------------------------------------------------------------- ex-ch14-break
+GRID_CLAIMS = ("G=8 beats G=2 at lr 3e-4 and at lr 1e-3: True",
+               "at lr 1e-2 every column ends below the warm start (0.2680): True",
+               "with G=2 no learning rate climbs more than 0.02 above the warm start: True",
+               "with K=1 the clip never binds; with K=4 it binds at every learning rate: True",
+               "at lr 3e-4 and 1e-3, K=4 ends above K=1 after the same 60 steps: True")
+
+
+def test_ch14_break_solution_states_the_grid_claims():
+    """The solution's statements are the grid's printed claims (nbval re-checks them on every run,
+    and tests/test_portability.py under another CPU capability); the flat-pair bound holds for all p."""
+    printed = _stored_output(CH14, "G=8 beats G=2")
+    assert all(claim in printed for claim in GRID_CLAIMS), printed
+    solution = _solution(CH14, "ex-ch14-break")
+    for phrase in ("ends below the warm start (0.2680)", "no learning rate climbs more than 0.02 above the warm start",
+                   "$G = 8$ beats $G = 2$ at $3 \\times 10^{-4}$ and at $10^{-3}$", "With $K = 1$ the clip never binds",
+                   "binds at every learning rate", "$K = 4$ ends above $K = 1$ after the same 60"):
+        assert phrase in solution, phrase
+    p = np.linspace(0, 1, 1001)
+    flat = p ** 2 + (1 - p) ** 2
+    np.testing.assert_allclose(flat, 1 - 2 * p * (1 - p))
+    assert flat.min() == pytest.approx(0.5) and p[flat.argmin()] == pytest.approx(0.5)
+
+
+# ============================================================================= chapter 15
+def test_ch15_units_solution():
+    from rl4llm.trainer import GRPOConfig
+    from rl4llm.trl_bridge import trl_config_kwargs
+    kwargs = trl_config_kwargs(GRPOConfig(prompts_per_step=16, group_size=8, inner_steps=2, steps=300,
+                                          warmup_steps=10))
+    assert {k: kwargs[k] for k in ("per_device_train_batch_size", "num_generations", "num_iterations", "max_steps",
+                                   "warmup_steps")} == {"per_device_train_batch_size": 128, "num_generations": 8,
+                                                        "num_iterations": 2, "max_steps": 600, "warmup_steps": 20}
+
+
+def _split_tensors():
+    mask = torch.tensor([[1, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]], dtype=torch.float64)
+    logp = torch.zeros(4, 4, dtype=torch.float64)
+    A = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    return logp, A, mask
+
+
+def test_ch15_split_solution():
+    from rl4llm.data_parallel import data_parallel_loss
+    logp, A, mask = _split_tensors()
+    loss = {(P, t): float(data_parallel_loss(logp, logp, A, mask, num_processes=P, loss_type=t)[0])
+            for P in (1, 2) for t in ("bnpo", "dapo", "grpo")}
+    assert round(loss[(2, "bnpo")], 4) == 0.1667 and loss[(2, "bnpo")] == pytest.approx(1 / 6)
+    assert loss[(2, "dapo")] == pytest.approx(0.25) == loss[(1, "bnpo")]
+    assert loss[(1, "grpo")] == pytest.approx(0.0, abs=1e-15) and loss[(2, "grpo")] == pytest.approx(0.0, abs=1e-15)
+    # the per-token weights: the gradient of the bnpo loss in each token's loss -A_i is 1/(2 n_p)
+    per_token = (-A[:, None] * mask).requires_grad_(True)
+    n = mask.sum(dim=1)
+    split = 0.5 * (per_token[:2].sum() / n[:2].sum() + per_token[2:].sum() / n[2:].sum())
+    (grad,) = torch.autograd.grad(split, per_token)
+    assert grad[0, 0] == pytest.approx(1 / 4) and grad[3, 3] == pytest.approx(1 / 12)
+    # and the exercise's check uses the same batch
+    from rl4llm.exercises import SPECS
+    assert SPECS["ex-ch15-split"].value == pytest.approx(loss[(2, "bnpo")])
+
+
+@pytest.fixture(scope="module")
+def default_lr_run():
+    """Chapter 15's TRL run with TRL's default learning rate (about half a minute on one CPU thread)."""
+    from rl4llm.tasks import AdditionTask
+    from rl4llm.trainer import GRPOConfig
+    from rl4llm.trl_bridge import train_with_trl, trl_config_kwargs, trl_defaults
+    from rl4llm.warmstart import warm_start
+    recipe = GRPOConfig(seed=0, steps=150, prompts_per_step=32, group_size=8, lr=1e-3, warmup_steps=20,
+                        anneal_lr=True, eval_every=25, log_kl=False, device="cpu")
+    defaults = trl_defaults(["learning_rate"])
+    task, warm = AdditionTask(seed=0), warm_start()
+    run = train_with_trl(warm.model, task, trl_config_kwargs(recipe) | {"use_cpu": True} | defaults,
+                         eval_every=25, num_threads=1)
+    return defaults, warm, run
+
+
+def test_ch15_default_lr_solution(default_lr_run):
+    defaults, warm, run = default_lr_run
+    assert defaults == {"learning_rate": 1e-06} and 150 * defaults["learning_rate"] == pytest.approx(1.5e-4)
+    assert round(warm.accuracy, 4) == 0.2680
+    weights = torch.cat([w.detach().abs().flatten() for w in warm.model.parameters()])
+    assert round(float(weights.median()), 4) == 0.0214 and 1.5e-4 < float(weights.median()) / 100
+    assert run.evals["step"] == list(range(0, 151, 25))
+    assert max(abs(a - warm.accuracy) for a in run.evals["accuracy"]) <= 0.02
+    logged = [row for row in run.log_history if "reward" in row]
+    rewards = [row["reward"] for row in logged]
+    assert len(rewards) == 150 and abs(np.mean(rewards[-10:]) - np.mean(rewards[:10])) <= 0.05
+    assert min(row["grad_norm"] for row in logged) > 0.1           # the gradient is there; the step is not
+
+
+def test_ch15_default_lr_solution_quotes_the_chapters_statements():
+    printed = _stored_output(CH15, "rises = lambda r")
+    for claim in ("TRL's held-out accuracy after 150 steps >= warm start + 0.15 = 0.4180: True",
+                  "both: mean sampled reward of the last 10 steps >= first 10 + 0.1: True"):
+        assert claim in printed
+    solution = _solution(CH15, "ex-ch15-default-lr")
+    assert "every logged gradient norm is above 0.1" in solution
+    assert "by at least 0.15 and 0.1" in solution and "within 0.02 of the warm start (0.2680)" in solution
+
+
+# ============================================================================= chapter 16
+# ----------------------------------------------------------------------------- ex-ch16-k3
+def test_ch16_k3_solution():
+    import math
+    logp = torch.tensor([[math.log(0.8)]])
+    ref = torch.tensor([[math.log(0.2)]])
+    loss, _ = grpo_loss(logp, logp, torch.zeros(1), torch.ones(1, 1), beta=1.0, ref_logp=ref)
+    assert round(float(loss), 4) == 0.6363 == round(0.25 - math.log(0.25) - 1, 4)
+    assert round(-math.log(0.25), 4) == 1.3863
+    # pi_theta: the toy's pi with pi(5) = 0.8 and the other answers scaled together (each to a quarter)
+    pi_ref = softmax(LOGITS)
+    pi = with_correct_mass(pi_ref, CORRECT, 0.8)
+    wrong = np.arange(5) != CORRECT
+    np.testing.assert_allclose(pi[wrong], pi_ref[wrong] / 4)
+    x = np.log(pi_ref / pi)
+    k1, k3 = -x, np.exp(x) - x - 1
+    assert round(float(k1[0]), 4) == -1.3863 and round(float(k3[0]), 4) == 1.6137
+    kl = float(pi @ np.log(pi / pi_ref))
+    assert round(kl, 4) == 0.8318
+    assert float(pi @ k1) == pytest.approx(kl) and float(pi @ k3) == pytest.approx(kl)
+    assert round(float(pi @ (k1 - kl) ** 2), 4) == 1.2300 and round(float(pi @ (k3 - kl) ** 2), 4) == 0.1529
+    # k3 = e^x - x - 1 >= 0, zero only at x = 0
+    grid = np.linspace(-5, 5, 2001)
+    values = np.exp(grid) - grid - 1
+    assert values.min() == 0.0 and grid[values.argmin()] == 0.0 and np.all(values[grid != 0] > 0)
+
+
+# ----------------------------------------------------------------------------- ex-ch16-write-exact-gradient
+def test_ch16_exact_gradient_solution():
+    from rl4llm.methods import run_exact_gradient
+    assert round(float(run_exact_gradient(30, 7 / 8)[30]), 4) == 0.9561
+    printed = _stored_output(CH16, "exact gradient, lr = 1:")
+    assert "exact gradient, lr = 7/8: 0.9561" in printed
+    # without the baseline the step adds J pi, and the toy's curves part from the first step on
+    pi = softmax(LOGITS)
+    J = float(pi @ REWARDS)
+    np.testing.assert_allclose(pi * REWARDS, pi * (REWARDS - J) + J * pi)
+    no_baseline = softmax(LOGITS + pi * REWARDS)[CORRECT]
+    assert abs(no_baseline - run_exact_gradient(1)[1]) > 1e-3
+
+
+def test_ch16_samples_is_the_experiment():
+    text = _markdown(CH16)
+    assert "```{exercise} Same budget of samples (experiment)\n:label: ex-ch16-samples" in text

@@ -90,8 +90,9 @@ def decode_probs(logits, temperature: float = 1.0, top_k: int | None = None,
 
     1. temperature: pi = softmax(z / T);
     2. top-k: keep the k most probable tokens;
-    3. top-p (nucleus): keep the smallest prefix of the sorted order whose mass
-       is >= top_p;
+    3. top-p (nucleus): keep the smallest prefix of the sorted order whose mass is >= top_p,
+       the mass measured on the distribution top-k left (renormalised), as samplers do: Hugging
+       Face's top-p warper takes the softmax of the logits top-k has already masked;
     then renormalise. Sorting is stable, so ties are broken toward the lower index:
     on the toy, 5 (index 2) is kept before 6 (index 3). Greedy decoding is ``top_k=1``.
     """
@@ -105,7 +106,7 @@ def decode_probs(logits, temperature: float = 1.0, top_k: int | None = None,
         n_keep = min(integer_at_least(top_k, "top_k", 1), pi.size)
     if top_p is not None:
         top_p = real_in_range(top_p, "top_p", 0.0, 1.0, low_open=True)
-        mass = np.cumsum(pi[order[:n_keep]])
+        mass = np.cumsum(pi[order[:n_keep]]) / pi[order[:n_keep]].sum()
         n_keep = min(n_keep, int(np.searchsorted(mass, top_p - _MASS_TOL)) + 1)
     keep[order[:n_keep]] = True
     kept = np.where(keep, pi, 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
@@ -15,6 +16,7 @@ from ..gradients import policy_gradient
 from ..onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
 from ..statistics import t_quantile
 from ..toy import CORRECT, LOGITS, REWARDS, VOCAB
+from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
 #: Defaults of the "a single run proves nothing" study of chapter 6 (G, lr, steps of each run).
@@ -24,41 +26,56 @@ REFERENCE_RUNS = 2000
 
 
 # ----------------------------------------------------------------------------- chapter 6
-def _jhat_axes(ax, G: int, p: float, n_groups: int, seed: int) -> None:
+def _jhat_artists(ax) -> SimpleNamespace:
+    """Empty artists of one panel of the law of J-hat (``_set_jhat`` fills them)."""
+    law, = ax.plot([], [], "o", color=PALETTE["blue"], label="exact binomial law")
+    normal, = ax.plot([], [], color=PALETTE["orange"], label="normal N(J, J(1-J)/G)")
+    target = ax.axvline(0.0, color="black", ls="--", lw=1)
+    ax.set_xlabel("J-hat (fraction correct)")
+    return SimpleNamespace(ax=ax, law=law, normal=normal, target=target, bars=None)
+
+
+def _set_jhat(a: SimpleNamespace, G: int, p: float, n_groups: int, seed: int) -> None:
+    """One panel: the Monte Carlo frequencies of J-hat at G (bars), the binomial law and the normal
+    approximation."""
     study = jhat_study(G, p, n_groups, seed)
-    width = 0.8 / G if G > 1 else 0.2
-    ax.bar(study["values"], study["frequencies"], width=width, color=PALETTE["sky"],
-           label=f"{n_groups} groups (Monte Carlo)")
-    ax.plot(study["values"], study["law"], "o", color=PALETTE["blue"], ms=4 if G > 8 else 6,
-            label="exact binomial law")
+    a.bars = bars_in_place(a.ax, a.bars, study["values"], study["frequencies"], 0.8 / G if G > 1 else 0.2,
+                           color=PALETTE["sky"])
+    a.bars.set_label(f"{n_groups} groups (Monte Carlo)")
+    a.law.set_data(study["values"], study["law"])
+    a.law.set_markersize(4 if G > 8 else 6)
     x = np.linspace(-0.05, 1.05, 400)
     se = study["standard_error"]
     # the normal density times the spacing 1/G between values, to compare with probabilities
-    ax.plot(x, np.exp(-0.5 * ((x - p) / se) ** 2) / (se * math.sqrt(2 * math.pi)) / G,
-            color=PALETTE["orange"], label="normal N(J, J(1-J)/G)")
-    ax.axvline(p, color="black", ls="--", lw=1)
-    ax.set_xlim(-0.05, 1.05 if G < 16 else 0.6)
-    ax.set_xlabel("J-hat (fraction correct)")
-    ax.set_title(f"G = {G}: SE {se:.3f}")
+    a.normal.set_data(x, np.exp(-0.5 * ((x - p) / se) ** 2) / (se * math.sqrt(2 * math.pi)) / G)
+    a.target.set_xdata([p, p])
+    a.ax.set_xlim(-0.05, 1.05 if G < 16 else 0.6)
+    a.ax.set_title(f"G = {G}: SE {se:.3f}")
 
 
 def draw_jhat(fig, G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> None:
     """Chapter 6 slider: the law of J-hat at one G, Monte Carlo beside the binomial and the normal."""
-    ax = fig.add_subplot(1, 1, 1)
-    _jhat_axes(ax, int(G), p, n_groups, seed)
-    ax.set_ylabel("probability")
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    a = kept(fig, _jhat_axes)
+    _set_jhat(a, int(G), p, n_groups, seed)
+    a.ax.legend(fontsize=8, loc="upper right")
+    relayout(fig)
+
+
+def _jhat_axes(fig) -> SimpleNamespace:
+    """Chapter 6's axes for the law of J-hat at one G."""
+    a = _jhat_artists(fig.add_subplot(1, 1, 1))
+    a.ax.set_ylabel("probability")
+    return a
 
 
 def draw_jhat_panels(fig, Gs=(1, 4, 64), p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> None:
     """Chapter 6: the law of J-hat at several G side by side."""
     axes = fig.subplots(1, len(Gs))
     for ax, G in zip(axes, Gs):
-        _jhat_axes(ax, G, p, n_groups, seed)
+        _set_jhat(_jhat_artists(ax), G, p, n_groups, seed)
     axes[0].set_ylabel("probability")
     axes[min(1, len(axes) - 1)].legend(fontsize=7, loc="upper right")   # the G = 4 panel has room
-    fig.tight_layout()
+    relayout(fig)
 
 
 @functools.lru_cache(maxsize=8)
@@ -77,25 +94,37 @@ def draw_seeds(fig, n_seeds: int, seed: int = 0) -> None:
     study = seed_study(n_seeds, seed=seed, **SEED_RUN)
     sigma = reference_spread(seed + 1)
     half_width = t_quantile(0.975, n_seeds - 1) * study["standard_error"]
+    a = kept(fig, _seeds_axes)
+    a.finals.set_data(np.arange(1, n_seeds + 1), study["finals"])
+    a.mean.set_ydata([study["mean"], study["mean"]])
+    a.interval.set_y(study["mean"] - half_width)
+    a.interval.set_height((study["mean"] + half_width) - (study["mean"] - half_width))
+    a.left.set_title(f"{n_seeds} runs: spread {study['std']:.3f}")
+    n = np.arange(2, 129)
+    a.law.set_data(n, sigma / np.sqrt(n))
+    a.these.set_data([n_seeds], [study["standard_error"]])
+    relayout(fig)
+
+
+def _seeds_axes(fig) -> SimpleNamespace:
+    """Chapter 6's seed panels: the runs' final pi(5) with their mean and interval (left), the standard
+    error against the number of seeds on log axes (right); empty until ``draw_seeds`` sets them."""
     left, right = fig.subplots(1, 2)
-    left.plot(np.arange(1, n_seeds + 1), study["finals"], "o", color=CORRECT_COLOR, ms=4)
-    left.axhline(study["mean"], color="black", lw=1)
-    left.axhspan(study["mean"] - half_width, study["mean"] + half_width, color=PALETTE["grey"],
-                 alpha=0.3, label="95% interval of the mean (t)")
+    finals, = left.plot([], [], "o", color=CORRECT_COLOR, ms=4)
+    mean = left.axhline(0.0, color="black", lw=1)
+    interval = left.axhspan(0.0, 0.0, color=PALETTE["grey"], alpha=0.3, label="95% interval of the mean (t)")
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_xlabel("run (seed)")
     left.set_ylabel("final pi(5)")
     left.set_ylim(0.2, 1.0)
     left.legend(fontsize=8, loc="lower right")
-    left.set_title(f"{n_seeds} runs: spread {study['std']:.3f}")
-    n = np.arange(2, 129)
-    right.loglog(n, sigma / np.sqrt(n), color=PALETTE["blue"], label="sigma / sqrt(n)")
-    right.loglog([n_seeds], [study["standard_error"]], "o", color=PALETTE["vermillion"], label="these runs")
+    law, = right.loglog([], [], color=PALETTE["blue"], label="sigma / sqrt(n)")
+    these, = right.loglog([], [], "o", color=PALETTE["vermillion"], label="these runs")
     right.set_xlabel("number of seeds n")
     right.set_ylabel("standard error of the mean")
     right.set_title("4x the runs, half the error")
     right.legend(fontsize=8)
-    fig.tight_layout()
+    return SimpleNamespace(left=left, finals=finals, mean=mean, interval=interval, law=law, these=these)
 
 
 # ----------------------------------------------------------------------------- chapter 7
@@ -144,28 +173,39 @@ def draw_gradient_monte_carlo(fig, n: int = 4000, seed: int = 0) -> None:
 def draw_steps(fig, lr: float) -> None:
     """Chapter 7 slider: pi after one exact RL step and after one SFT step, at the same lr."""
     steps = rl_and_sft_steps(lr)
+    left, bars, marker = kept(fig, _steps_axes)
+    for key, group in bars.items():
+        for bar, height in zip(group, steps[key]):
+            bar.set_height(height)
+    left.set_title(f"lr = {lr:g}: pi(5) RL {steps['pi_rl'][CORRECT]:.3f}, SFT {steps['pi_sft'][CORRECT]:.3f}",
+                   fontsize=10)
+    marker.set_xdata([lr, lr])
+    relayout(fig)
+
+
+def _steps_axes(fig):
+    """Chapter 7's panels: bars of pi before, after an RL step and after an SFT step (heights set by
+    ``draw_steps``, left); pi(5) after one step against the learning rate, lr marked (right)."""
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(VOCAB))
-    for shift, key, label, alpha in ((-0.27, "pi_before", "before", 0.35), (0.0, "pi_rl", "RL step", 0.7),
-                                     (0.27, "pi_sft", "SFT step", 1.0)):
-        left.bar(x + shift, steps[key], width=0.27, color=token_colors(VOCAB, CORRECT), alpha=alpha,
-                 edgecolor="black", lw=0.5, label=label)
+    bars = {key: left.bar(x + shift, np.zeros(len(VOCAB)), width=0.27, color=token_colors(VOCAB, CORRECT),
+                          alpha=alpha, edgecolor="black", lw=0.5, label=label)
+            for shift, key, label, alpha in ((-0.27, "pi_before", "before", 0.35), (0.0, "pi_rl", "RL step", 0.7),
+                                             (0.27, "pi_sft", "SFT step", 1.0))}
     left.set_xticks(x, [f'"{v}"' for v in VOCAB])
     left.set_xlabel("answer (bars: before, RL, SFT)")
     left.set_ylabel("probability")
     left.set_ylim(0, 1)
-    left.set_title(f"lr = {lr:g}: pi(5) RL {steps['pi_rl'][CORRECT]:.3f}, SFT {steps['pi_sft'][CORRECT]:.3f}",
-                   fontsize=10)
     grid = np.linspace(0, 8, 81)
     curves = rl_and_sft_steps(grid)
     right.plot(grid, curves["pi_rl"][:, CORRECT], color=CORRECT_COLOR, label="RL")
     right.plot(grid, curves["pi_sft"][:, CORRECT], color=CORRECT_COLOR, ls="--", label="SFT")
-    right.axvline(lr, color=OTHER_COLOR)
+    marker = right.axvline(0.0, color=OTHER_COLOR)
     right.set_xlabel("learning rate")
     right.set_ylabel("pi(5) after one step")
     right.set_title("SFT at lr = RL at 5 lr", fontsize=10)
     right.legend(fontsize=8)
-    fig.tight_layout()
+    return left, bars, marker
 
 
 # ----------------------------------------------------------------------------- chapter 8
@@ -177,19 +217,32 @@ def draw_baseline(fig, offset: float, baseline: float) -> None:
     """Chapter 8 slider: total variance of (r + offset - b) score(y) against b, at one offset."""
     curve = variance_curve(LOGITS, REWARDS, offset, BASELINE_GRID)
     here = estimator_variance(LOGITS, REWARDS + offset, baseline)
+    a = kept(fig, _baseline_axes)
+    a.curve.set_data(curve["baselines"], curve["variance"])
+    a.none.set_data([0.0], [curve["variance_none"]])
+    a.mean.set_data([curve["mean"]], [curve["variance_mean"]])
+    a.optimal.set_data([curve["optimal"]], [curve["variance_optimal"]])
+    a.yours.set_data([baseline], [here])
+    a.yours.set_label(f"your b = {baseline:g}")
+    a.ax.set_title(f"Grader {offset:g}/{offset + 1:g}, b = {baseline:g}: {here / curve['variance_mean']:.1f}x "
+                   "the mean baseline's variance", fontsize=10)
+    a.ax.legend(fontsize=8, loc="upper left")
+    relayout(fig)
+
+
+def _baseline_axes(fig) -> SimpleNamespace:
+    """Chapter 8's log axes: the variance curve and the marks of four baselines, empty until
+    ``draw_baseline`` sets them."""
     ax = fig.add_subplot(1, 1, 1)
-    ax.semilogy(curve["baselines"], curve["variance"], color=PALETTE["blue"])
-    ax.semilogy([0.0], [curve["variance_none"]], "s", color=PALETTE["vermillion"], label="no baseline (b = 0)")
-    ax.semilogy([curve["mean"]], [curve["variance_mean"]], "o", color=CORRECT_COLOR, ms=8, label="b = mean reward J")
-    ax.semilogy([curve["optimal"]], [curve["variance_optimal"]], "x", color="black", ms=8, label="b* (optimal)")
-    ax.semilogy([baseline], [here], "D", color=PALETTE["orange"], label=f"your b = {baseline:g}")
+    a = SimpleNamespace(ax=ax, curve=ax.semilogy([], [], color=PALETTE["blue"])[0],
+                        none=ax.semilogy([], [], "s", color=PALETTE["vermillion"], label="no baseline (b = 0)")[0],
+                        mean=ax.semilogy([], [], "o", color=CORRECT_COLOR, ms=8, label="b = mean reward J")[0],
+                        optimal=ax.semilogy([], [], "x", color="black", ms=8, label="b* (optimal)")[0],
+                        yours=ax.semilogy([], [], "D", color=PALETTE["orange"])[0])
     ax.set_xlabel("baseline b (reward units)")
     ax.set_ylabel("total variance (trace of covariance)")
     ax.set_ylim(0.05, 300)
-    ax.set_title(f"Grader {offset:g}/{offset + 1:g}, b = {baseline:g}: {here / curve['variance_mean']:.1f}x "
-                 "the mean baseline's variance", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
+    return a
 
 
 # ----------------------------------------------------------------------------- chapter 9
@@ -197,18 +250,30 @@ def draw_learning(fig, G: int, lr: float, steps: int = 30, n_seeds: int = 100, s
     """Chapter 9 slider: learning curves of pi(5) over many seeds (median, 10-90% band) and zero-signal groups."""
     G = int(G)
     band = learning_curve_band(G, lr, steps, n_seeds, seed)
+    a = kept(fig, _learning_axes, steps=steps, n_seeds=n_seeds)
+    a.band.set_data(band["step"], band["low"], band["high"])
+    for line, curve in zip(a.runs, band["curves"]):
+        line.set_data(band["step"], curve)
+    a.median.set_data(band["step"], band["median"])
+    a.top.set_title(f"G = {G}, lr = {lr:g}: pi(5) {band['median'][-1]:.2f} after {steps} steps (median)",
+                    fontsize=10)
+    for bar, share in zip(a.zero_signal, band["zero_signal_fraction"]):
+        bar.set_height(share)
+    relayout(fig)
+
+
+def _learning_axes(fig, steps: int, n_seeds: int) -> SimpleNamespace:
+    """Chapter 9's panels for ``steps`` steps of ``n_seeds`` runs: the band, five runs and the median of
+    pi(5) (top), the share of zero-signal groups per step (bottom); empty until ``draw_learning``."""
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
-    top.fill_between(band["step"], band["low"], band["high"], color=CORRECT_COLOR, alpha=0.2,
-                     label="10-90% of runs (their spread)")
-    top.plot(band["step"], band["curves"][:5].T, color=CORRECT_COLOR, lw=0.6, alpha=0.6)
-    top.plot(band["step"], band["median"], color=CORRECT_COLOR, lw=2.5, label=f"median of {n_seeds} runs")
+    band = top.fill_between([], [], [], color=CORRECT_COLOR, alpha=0.2, label="10-90% of runs (their spread)")
+    runs = top.plot(np.zeros((0, min(5, n_seeds))), color=CORRECT_COLOR, lw=0.6, alpha=0.6)
+    median, = top.plot([], [], color=CORRECT_COLOR, lw=2.5, label=f"median of {n_seeds} runs")
     top.set_ylim(0, 1)
     top.set_ylabel("pi(5)")
-    top.set_title(f"G = {G}, lr = {lr:g}: pi(5) {band['median'][-1]:.2f} after {steps} steps (median)",
-                  fontsize=10)
     top.legend(fontsize=8, loc="lower right")
-    bottom.bar(band["step"][1:] - 0.5, band["zero_signal_fraction"], width=0.9, color=OTHER_COLOR)
+    zero_signal = bottom.bar(np.arange(1, steps + 1) - 0.5, np.zeros(steps), width=0.9, color=OTHER_COLOR)
     bottom.set_ylim(0, 1)
     bottom.set_xlabel("step")
     bottom.set_ylabel("zero-signal\nshare")
-    fig.tight_layout()
+    return SimpleNamespace(top=top, band=band, runs=runs, median=median, zero_signal=zero_signal)

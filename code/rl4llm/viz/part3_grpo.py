@@ -6,6 +6,7 @@ from matplotlib.colors import to_rgb
 
 from ..statistics import noise_floor
 from ..toy_grpo import grpo_slider_run
+from .inplace import kept, relayout
 from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
 
 
@@ -18,22 +19,32 @@ def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: floa
     """
     run = grpo_slider_run(G=G, eps=eps, lr=lr, beta=beta)
     steps = np.arange(run["pi_correct"].size)
+    left, pi, entropy, kl, clip = kept(fig, _grpo_run_axes)
+    pi.set_data(steps, run["pi_correct"])
+    entropy.set_data(steps, run["entropy"])
+    kl.set_data(steps, run["kl_ref"])
+    clip.set_data(steps[1:], run["inner_clip_fraction"][:, -1])
+    left.set_title(f"G={G}, ε={eps:g}, lr={lr:g}, β={beta:g}: π(5) → {run['pi_correct'][-1]:.2f}", fontsize=10)
+    relayout(fig)
+
+
+def _grpo_run_axes(fig):
+    """Chapter 13's panels, empty until ``draw_grpo_run`` sets their lines: pi(5) per step (left), the
+    diagnostics (right)."""
     left, right = fig.subplots(1, 2)
-    left.plot(steps, run["pi_correct"], color=CORRECT_COLOR, linewidth=2)
+    pi, = left.plot([], [], color=CORRECT_COLOR, linewidth=2)
     left.set_ylim(0, 1.02)
     left.set_xlabel("GRPO step (one group each)")
     left.set_ylabel("π(5)")
-    left.set_title(f"G={G}, ε={eps:g}, lr={lr:g}, β={beta:g}: π(5) → {run['pi_correct'][-1]:.2f}", fontsize=10)
-    right.plot(steps, run["entropy"], label="entropy H(π) (nats)", color=PALETTE["blue"])
-    right.plot(steps, run["kl_ref"], label="KL(π ‖ π_ref) (nats)", color=PALETTE["vermillion"])
-    right.plot(steps[1:], run["inner_clip_fraction"][:, -1], label="clip fraction, last inner step",
-               color=PALETTE["black"], linestyle="--")
+    entropy, = right.plot([], [], label="entropy H(π) (nats)", color=PALETTE["blue"])
+    kl, = right.plot([], [], label="KL(π ‖ π_ref) (nats)", color=PALETTE["vermillion"])
+    clip, = right.plot([], [], label="clip fraction, last inner step", color=PALETTE["black"], linestyle="--")
     right.set_ylim(0, 2.6)
     right.set_xlabel("GRPO step")
     right.set_ylabel("nats / fraction")
     right.set_title("diagnostics", fontsize=10)
     right.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    return left, pi, entropy, kl, clip
 
 
 def sweep_summary(name: str, values) -> str:

@@ -6,6 +6,9 @@ A chapter writes one pure function in the library that computes the numbers, and
 - ``live(draw, sliders)`` gives the live control (needs a running kernel: Jupyter, Binder, Colab);
 - ``twin(draw, frames)`` gives a self-contained JavaScript animation over the slider's range
   (``FuncAnimation.to_jshtml``), which plays in the static online book with no kernel.
+
+Both keep one figure and call ``draw`` on it again for every setting: the book's draw functions then
+update their artists in place (``rl4llm.viz.inplace``) instead of building a new figure.
 """
 from __future__ import annotations
 
@@ -19,20 +22,48 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import HTML
 from matplotlib.animation import FuncAnimation
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .inplace import clear_for_redraw
 
 Draw = Callable[..., None]
 
 
 def live(draw: Draw, sliders: Mapping[str, widgets.ValueWidget], figsize=None) -> widgets.VBox:
-    """A live figure: every change of a slider redraws ``draw(fig, **values)`` on a new figure."""
+    """A live figure: the sliders over an image of ``draw(fig, **values)``, redrawn on one figure
+    (updated in place) at every change of a slider and shown as a PNG of the figure's size and dpi.
 
-    def render(**values):
-        fig = plt.figure(figsize=figsize)
-        draw(fig, **values)
-        plt.show()
+    In a kernel, a draw that fails shows its traceback under the image until the next move.
+    """
+    fig = Figure(figsize=figsize)       # not pyplot's: the inline backend would show it once more
+    FigureCanvasAgg(fig)
+    image, errors = widgets.Image(format="png"), widgets.Output()
+    failed = False
 
-    out = widgets.interactive_output(render, dict(sliders))
-    return widgets.VBox([widgets.HBox(list(sliders.values())), out])
+    def redraw(change=None):
+        nonlocal failed
+        if failed:                          # the last move's traceback goes
+            errors.clear_output()
+        failed = True
+        with errors:                        # in a kernel, catches and shows what fails
+            clear_for_redraw(fig)
+            draw(fig, **{name: slider.value for name, slider in sliders.items()})
+            image.value = _figure_png(fig)
+            failed = False
+
+    for slider in sliders.values():
+        slider.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([widgets.HBox(list(sliders.values())), image, errors])
+
+
+def _figure_png(fig) -> bytes:
+    """The figure drawn by Agg as a PNG, at its own size and dpi (no cropping, so the image keeps its
+    size from one slider move to the next)."""
+    out = io.BytesIO()
+    fig.canvas.print_png(out)
+    return out.getvalue()
 
 
 def sweep(name: str, values: Iterable, **fixed) -> list[dict]:
@@ -55,7 +86,7 @@ def twin(draw: Draw, frames: Sequence[Mapping], figsize=None, interval_ms: int =
     fig = plt.figure(figsize=figsize)
 
     def update(i):
-        fig.clear()
+        clear_for_redraw(fig)
         draw(fig, **frames[i])
 
     animation = FuncAnimation(fig, update, frames=len(frames), interval=interval_ms)

@@ -1,0 +1,357 @@
+"""The checks of Part IV (chapters 14-16): each passes the library's function or number, and gives
+each typical wrong answer, written here the way a student would write it, the right diagnosis."""
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from rl4llm import addition_reward, softmax
+from rl4llm.data_parallel import data_parallel_loss, shard_slices
+from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
+from rl4llm.exercises._core import MALFORMED
+from rl4llm.exercises import part4
+from rl4llm.grpo import grpo_loss
+from rl4llm.methods import run_exact_gradient
+from rl4llm.statistics import seeds_needed
+from rl4llm.verifier import EOS_MARKER
+
+PART4 = {"ex-ch14-seeds": 14, "addition_reward": 14, "ex-ch15-split": 15, "data_parallel_loss": 15,
+         "ex-ch16-k3": 16, "run_exact_gradient": 16}
+
+
+def test_part4_ids_and_chapters():
+    assert part4.SPECS.keys() == PART4.keys()
+    assert {k: EXERCISES[k] for k in PART4} == PART4
+
+
+@pytest.mark.parametrize("exercise, reference", [
+    ("addition_reward", addition_reward), ("data_parallel_loss", data_parallel_loss),
+    ("run_exact_gradient", run_exact_gradient)])
+def test_the_library_function_passes(exercise, reference):
+    assert check(exercise, reference).startswith("Correct:")
+
+
+@pytest.mark.parametrize("exercise", ["addition_reward", "data_parallel_loss", "run_exact_gradient"])
+def test_every_listed_mistake_gets_its_own_message(exercise):
+    """Each mistake function differs from the reference on some case, and no earlier mistake in the
+    list explains it first."""
+    spec = SPECS[exercise]
+    for explanation, mistake in spec.mistakes:
+        message = check(exercise, mistake if exercise != "data_parallel_loss" else _keyword_form(mistake))
+        assert message == f"Not yet: {explanation}.", (explanation, message)
+
+
+def _keyword_form(positional):
+    """A mistake function of the spec (positional cases) in the library's keyword signature."""
+    return lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None, **_: \
+        positional(logp, old, adv, mask, num_processes, loss_type, max_completion_length)
+
+
+# ----------------------------------------------------------------------------- ex-ch14-seeds
+def test_seeds_by_hand():
+    spec = SPECS["ex-ch14-seeds"]
+    assert spec.value == 15 == seeds_needed(0.04, 0.03)      # t = 2 gives the exact-t answer here
+    assert 2 * 0.04 * math.sqrt(2 / 15) < 0.03 <= 2 * 0.04 * math.sqrt(2 / 14)
+    for answer in (15, "15", 15.0, "30/2"):
+        assert check("ex-ch14-seeds", answer).startswith("Correct:")
+    assert "whole number" in check("ex-ch14-seeds", "14.22")
+    assert "DIFFERENCE of two means" in check("ex-ch14-seeds", 8)
+    assert "t is missing" in check("ex-ch14-seeds", 4)
+    assert check("ex-ch14-seeds", 30) == f"Not yet: {spec.wrong_message[len('Not yet: '):]}"
+    assert check("ex-ch14-seeds", "abc") == MALFORMED
+
+
+# ----------------------------------------------------------------------------- addition_reward
+def _text_verifier(prompt, completion):
+    """The source text's verifier: int() of the completion, eval() of the prompt. It raises on garbage."""
+    return float(int(completion.split(EOS_MARKER)[0]) == eval(prompt[:-1]))
+
+
+def _text_verifier_guarded(prompt, completion):
+    try:
+        return _text_verifier(prompt, completion)
+    except Exception:
+        return 0.0
+
+
+def _eval_verifier(prompt, completion):
+    a, b = re.fullmatch(r"(\d+)\+(\d+)=", prompt).groups()
+    try:
+        return float(eval(completion.split(EOS_MARKER)[0]) == int(a) + int(b))
+    except Exception:
+        return 0.0
+
+
+def _int_verifier(prompt, completion):
+    a, b = re.fullmatch(r"(\d+)\+(\d+)=", prompt).groups()
+    try:
+        return float(int(completion.split(EOS_MARKER)[0]) == int(a) + int(b))
+    except ValueError:
+        return 0.0
+
+
+def _float_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    try:
+        return 1.0 if float(completion.split(EOS_MARKER)[0]) == int(a) + int(b) else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _isdigit_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    answer = completion.split(EOS_MARKER)[0].strip()
+    return float(answer.isdigit() and int(answer) == int(a) + int(b))
+
+
+def _backslash_d_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    answer = completion.split(EOS_MARKER)[0].strip()
+    return float(re.fullmatch(r"\d+", answer) is not None and int(answer) == int(a) + int(b))
+
+
+def _replace_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    answer = completion.replace(EOS_MARKER, "").strip()
+    return float(re.fullmatch(r"[0-9]+", answer) is not None and int(answer) == int(a) + int(b))
+
+
+def _no_strip_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    answer = completion.split(EOS_MARKER)[0]
+    return float(re.fullmatch(r"[0-9]+", answer) is not None and int(answer) == int(a) + int(b))
+
+
+def _string_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    return float(completion.split(EOS_MARKER)[0].strip() == str(int(a) + int(b)))
+
+
+def _safe_student(prompt, completion):
+    """The starter's reference body: another correct route."""
+    a, b = (int(x) for x in re.fullmatch(r"([0-9]+)\+([0-9]+)=", prompt).groups())
+    answer = completion.split(EOS_MARKER, 1)[0].strip()
+    if re.fullmatch(r"[0-9]+", answer) is None:
+        return 0.0
+    return 1.0 if int(answer) == a + b else 0.0
+
+
+def test_a_safe_student_verifier_passes():
+    assert check("addition_reward", _safe_student).startswith("Correct:")
+
+
+@pytest.mark.parametrize("student, says", [
+    (_eval_verifier, "eval"),
+    (_text_verifier_guarded, "source text's verifier"),
+    (_int_verifier, "int() accepts more than digits"),
+    (_float_verifier, "float() accepts '76.0'"),
+    (_isdigit_verifier, "any Unicode digit"),
+    (_backslash_d_verifier, "any Unicode digit"),
+    (_replace_verifier, "FIRST end-of-sequence marker"),
+    (_no_strip_verifier, "surrounding whitespace"),
+    (_string_verifier, "leading zeros count"),
+])
+def test_typical_verifiers_get_their_diagnosis(student, says):
+    message = check("addition_reward", student)
+    assert message.startswith("Not yet:") and says in message, message
+
+
+def test_the_eval_imitation_agrees_with_eval_on_every_case():
+    """The check imitates eval with ast (it never runs text); on its own cases the imitation and the
+    real eval agree (these strings are harmless)."""
+    for prompt, completion in part4.reward_cases():
+        for text in (completion.split(EOS_MARKER)[0], prompt[:-1]):
+            try:
+                real = eval(text)
+            except Exception:
+                real = None
+            assert part4._arithmetic(text) == real, text
+
+
+def test_a_verifier_that_raises_is_told_not_to_raise():
+    message = check("addition_reward", _text_verifier)
+    assert message.startswith("Not yet: your verifier raised") and "never raise" in message, message
+    assert "SyntaxError" in message or "ValueError" in message
+    crash = check("addition_reward", lambda prompt, completion: 1 / 0)
+    assert "raised ZeroDivisionError" in crash and "never raise" in crash
+
+    def stub(prompt, completion):
+        raise NotImplementedError()
+    assert check("addition_reward", stub).startswith("Not yet: your function raised NotImplementedError")
+    assert "should be a function" in check("addition_reward", 1.0)
+
+
+def test_the_verifier_cases_cover_every_kind():
+    cases = part4.reward_cases()
+    assert cases[0] == ("2+3=", "5<eos>") and len(cases) == 1 + len(part4._near_misses())
+    rewards = [addition_reward(*c) for c in cases]
+    assert 0 < sum(rewards) < len(rewards)
+    assert all(isinstance(p, str) and isinstance(c, str) for p, c in cases)
+
+
+# ----------------------------------------------------------------------------- ex-ch15-split
+def test_split_by_hand():
+    spec = SPECS["ex-ch15-split"]
+    # process 0: rows of 1 and 1 tokens, A = +1, -1: S_0 = -1 + 1 = 0, n_0 = 2
+    # process 1: rows of 2 and 4 tokens, A = +1, -1: S_1 = -2 + 4 = 2, n_1 = 6
+    assert spec.value == pytest.approx((0 / 2 + 2 / 6) / 2) == pytest.approx(1 / 6)
+    for answer in (1 / 6, "1/6", "0.1667", "0.167"):
+        assert check("ex-ch15-split", answer).startswith("Correct:"), answer
+    assert "one-process token mean" in check("ex-ch15-split", 0.25)
+    assert "AVERAGES" in check("ex-ch15-split", "1/3")
+    assert "per-sequence" in check("ex-ch15-split", 0)
+    assert "sign is flipped" in check("ex-ch15-split", -1 / 6)
+    assert check("ex-ch15-split", 0.5).startswith("Not yet: that is not within")
+    assert check("ex-ch15-split", "abc") == MALFORMED
+    # dapo keeps the one-process loss on the same split
+    dapo, _ = data_parallel_loss(*part4.split_batch(), num_processes=2, loss_type="dapo")
+    assert float(dapo) == pytest.approx(0.25)
+
+
+# ----------------------------------------------------------------------------- data_parallel_loss
+def my_data_parallel_loss(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", eps_low=0.2,
+                          eps_high=None, beta=0.0, ref_logp=None, max_completion_length=None):
+    """A student's correct version, written from the formula with grpo_loss."""
+    P = num_processes
+    B = mask.shape[0]
+    N = mask.sum()
+    losses = []
+    for p in range(P):
+        rows = slice(p * B // P, (p + 1) * B // P)
+        if loss_type == "dapo":
+            local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], eps_low=eps_low,
+                                 eps_high=eps_high, loss_type="bnpo")
+            local = local * mask[rows].sum() / (N / P)
+        else:
+            local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], eps_low=eps_low,
+                                 eps_high=eps_high, loss_type=loss_type,
+                                 max_completion_length=max_completion_length)
+        losses.append(local)
+    return sum(losses) / P, losses
+
+
+def test_a_student_data_parallel_loss_passes():
+    assert check("data_parallel_loss", my_data_parallel_loss).startswith("Correct:")
+
+
+def _student_dp(loss_type_map=None, normaliser=None, combine=None):
+    def student(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", max_completion_length=None,
+                **_):
+        losses = []
+        for rows in shard_slices(mask.shape[0], num_processes):
+            kind = (loss_type_map or {}).get(loss_type, loss_type)
+            local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], loss_type=kind,
+                                 max_completion_length=max_completion_length)
+            if normaliser is not None and loss_type == "dapo":
+                local = local * mask[rows].sum() / normaliser(mask, num_processes)
+            losses.append(local)
+        return (combine or (lambda ls: sum(ls) / len(ls)))(losses)
+    return student
+
+
+@pytest.mark.parametrize("student, says", [
+    (_student_dp(), "not the process's own count"),                                  # dapo as a local mean
+    (_student_dp(normaliser=lambda mask, P: mask.sum()), "P times too small"),        # N without the P
+    (_student_dp(normaliser=lambda mask, P: mask.sum() / P, combine=sum), "not their sum"),
+    (_student_dp(loss_type_map={"grpo": "bnpo"}, normaliser=lambda mask, P: mask.sum() / P), "per sequence"),
+    (lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None:
+     grpo_loss(logp, old, adv, mask, loss_type=loss_type, max_completion_length=max_completion_length),
+     "OWN token count"),                                                              # ignores the split
+])
+def test_typical_data_parallel_losses_get_their_diagnosis(student, says):
+    message = check("data_parallel_loss", student)
+    assert message.startswith("Not yet:") and says in message, message
+
+
+def test_a_positional_signature_is_reported_not_raised():
+    message = check("data_parallel_loss", lambda logp, old, adv, mask, P: 0.0)
+    assert message.startswith("Not yet: your function raised TypeError"), message
+
+
+def test_the_data_parallel_cases_split_unevenly():
+    """Every loss type on 2 and 4 processes, with processes holding different token counts (else
+    bnpo and dapo could not be told apart)."""
+    cases = SPECS["data_parallel_loss"].cases()
+    assert {(c[4], c[5]) for c in cases[1:]} == {(P, t) for P in (2, 4) for t in ("grpo", "bnpo", "dapo", "dr_grpo")}
+    for case in cases:
+        counts = [float(case[3][rows].sum()) for rows in shard_slices(case[3].shape[0], case[4])]
+        assert len(set(counts)) > 1
+
+
+# ----------------------------------------------------------------------------- ex-ch16-k3
+def test_k3_by_hand():
+    spec = SPECS["ex-ch16-k3"]
+    assert spec.value == pytest.approx(0.25 - math.log(0.25) - 1)
+    # the same number from grpo_loss, one token with advantage 0 and beta = 1
+    logp = torch.tensor([[math.log(0.8)]], dtype=torch.float64)
+    ref = torch.tensor([[math.log(0.2)]], dtype=torch.float64)
+    loss, _ = grpo_loss(logp, logp, torch.zeros(1, dtype=torch.float64), torch.ones(1, 1), beta=1.0, ref_logp=ref)
+    assert float(loss) == pytest.approx(spec.value)
+    for answer in (spec.value, "0.6363", "0.636"):
+        assert check("ex-ch16-k3", answer).startswith("Correct:"), answer
+    assert "upside down" in check("ex-ch16-k3", 4 - math.log(4) - 1)
+    assert "k1" in check("ex-ch16-k3", math.log(4))
+    assert "never negative" in check("ex-ch16-k3", 0.25 + math.log(0.25) - 1)
+    assert "log10" in check("ex-ch16-k3", 0.25 - math.log10(0.25) - 1)
+    assert check("ex-ch16-k3", 0.1).startswith("Not yet: that is not within")
+    assert check("ex-ch16-k3", "abc") == MALFORMED
+
+
+def test_k3_depends_only_on_the_sampled_token():
+    for pi_5 in (0.5, 0.8, 0.95):
+        assert part4.k3_of_sampled_5(pi_5) == pytest.approx(0.2 / pi_5 - math.log(0.2 / pi_5) - 1)
+
+
+# ----------------------------------------------------------------------------- run_exact_gradient
+def my_run_exact_gradient(steps=30, lr=1.0, logits=None, rewards=None):
+    from rl4llm import LOGITS, REWARDS
+    z = np.array(LOGITS if logits is None else logits, dtype=float)
+    r = np.array(REWARDS if rewards is None else rewards, dtype=float)
+    best = int(np.argmax(r))
+    curve = [softmax(z)[best]]
+    for _ in range(steps):
+        pi = softmax(z)
+        z = z + lr * pi * (r - pi @ r)
+        curve.append(softmax(z)[best])
+    return np.array(curve)
+
+
+def test_a_student_exact_gradient_passes():
+    assert check("run_exact_gradient", my_run_exact_gradient).startswith("Correct:")
+
+
+def _exact(update, start=True, track=None):
+    def student(steps=30, lr=1.0, logits=None, rewards=None):
+        z, r = np.array(logits, dtype=float), np.array(rewards, dtype=float)
+        best = int(np.argmax(r))
+        value = track or (lambda pi: pi[best])
+        curve = [value(softmax(z))] if start else []
+        for _ in range(steps):
+            pi = softmax(z)
+            z = update(z, pi, r, lr, best)
+            curve.append(value(softmax(z)))
+        return np.array(curve)
+    return student
+
+
+@pytest.mark.parametrize("student, says", [
+    (_exact(lambda z, pi, r, lr, best: z - lr * pi * (r - pi @ r)), "sign is flipped"),
+    (_exact(lambda z, pi, r, lr, best: z + lr * pi * r), "baseline is missing"),
+    (_exact(lambda z, pi, r, lr, best: z + lr * pi * (r - pi @ r), start=False), "steps + 1 values"),
+    (_exact(lambda z, pi, r, lr, best: z - lr * (pi - np.eye(len(z))[best])), "SFT"),
+    (_exact(lambda z, pi, r, lr, best: z + 8 * lr * pi * (r - pi @ r)), "Not yet"),
+])
+def test_typical_exact_gradient_learners_get_their_diagnosis(student, says):
+    message = check("run_exact_gradient", student)
+    assert message.startswith("Not yet:") and says in message, message
+
+
+def test_answer_key_holds_part4_by_hand_exercises():
+    key = answer_key()
+    for exercise in ("ex-ch14-seeds", "ex-ch15-split", "ex-ch16-k3"):
+        assert key[exercise]["chapter"] == PART4[exercise]
+        assert len(key[exercise]["mistakes"]) >= 3
+    assert Fraction(key["ex-ch15-split"]["value"]).limit_denominator(100) == Fraction(1, 6)
