@@ -206,6 +206,14 @@ def test_split_by_hand():
     assert "sign is flipped" in check("ex-ch15-split", -1 / 6)
     assert check("ex-ch15-split", 0.5).startswith("Not yet: that is not within")
     assert check("ex-ch15-split", "abc") == MALFORMED
+    # the numpy arithmetic behind the answer and its mistakes is data_parallel_loss's
+    for loss_type in ("bnpo", "grpo"):
+        for processes in (1, 2, 4):
+            loss, per_process = data_parallel_loss(*part4.split_batch(), num_processes=processes,
+                                                   loss_type=loss_type)
+            assert part4.split_loss(loss_type, processes) == pytest.approx(float(loss), abs=1e-12)
+            assert part4.split_loss(loss_type, processes, combine=np.sum) == pytest.approx(
+                float(sum(per_process)), abs=1e-12)
     # dapo keeps the one-process loss on the same split
     dapo, _ = data_parallel_loss(*part4.split_batch(), num_processes=2, loss_type="dapo")
     assert float(dapo) == pytest.approx(0.25)
@@ -257,6 +265,7 @@ def _student_dp(loss_type_map=None, normaliser=None, combine=None):
     (_student_dp(normaliser=lambda mask, P: mask.sum()), "P times too small"),        # N without the P
     (_student_dp(normaliser=lambda mask, P: mask.sum() / P, combine=sum), "not their sum"),
     (_student_dp(loss_type_map={"grpo": "bnpo"}, normaliser=lambda mask, P: mask.sum() / P), "per sequence"),
+    (_student_dp(loss_type_map={"bnpo": "grpo", "dapo": "grpo"}), "are token means"),  # the reverse
     (lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None:
      grpo_loss(logp, old, adv, mask, loss_type=loss_type, max_completion_length=max_completion_length),
      "OWN token count"),                                                              # ignores the split

@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_importing_the_library_for_chapters_1_to_12_does_not_import_torch():
     """The package root loads its torch modules on first use: the numpy chapters never pay for torch."""
     code = ("import sys, rl4llm, rl4llm.viz, rl4llm.viz.part1, rl4llm.viz.part2, rl4llm.viz.part3, "
-            "rl4llm.viz.source, rl4llm.statistics, rl4llm.tasks; from rl4llm import softmax, gae, clipped_objective; "
+            "rl4llm.viz.source, rl4llm.statistics, rl4llm.tasks, rl4llm.exercises, rl4llm.coursework; "
+            "from rl4llm import softmax, gae, clipped_objective; from rl4llm.exercises import check; "
+            "assert check('gae', gae).startswith('Correct') and check('ex-ch12-by-hand', 0.11425).startswith('Correct'); "
             "assert 'torch' not in sys.modules, 'torch was imported'; "
             "from rl4llm import grpo_loss, GPT; assert 'torch' in sys.modules; print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -30,3 +32,37 @@ def test_no_chapter_keeps_saved_widget_state():
     kept = [p.name for p in sorted((ROOT / "book").glob("*.ipynb"))
             if "widgets" in json.loads(p.read_text(encoding="utf-8")).get("metadata", {})]
     assert not kept, f"run python scripts/strip_widget_state.py: {kept}"
+
+
+TORCH_MISSING = """import importlib.abc, sys
+class _NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is not installed (pip install ./code has no torch)")
+sys.meta_path.insert(0, _NoTorch())"""
+
+
+def test_chapter_1_and_every_numpy_chapters_exercises_run_without_torch():
+    """A fresh venv with only ``pip install ./code`` has no torch: chapter 1 runs top to bottom in a
+    kernel where importing torch fails, and so does every check cell of chapters 1-12 (starter, then check)."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))[:12]
+    cells = [nbformat.v4.new_code_cell(TORCH_MISSING)]
+    cells += [nbformat.v4.new_code_cell(c.source) for c in nbformat.read(chapters[0], as_version=4).cells
+              if c.cell_type == "code"]
+    for path in chapters:
+        cells += [nbformat.v4.new_code_cell("".join(c["source"])) for c in json.loads(path.read_text())["cells"]
+                  if {"exercise-code", "exercise-check"} & set(c["metadata"].get("tags", []))]
+    cells.append(nbformat.v4.new_code_cell("import sys; print('torch' in sys.modules)"))
+    nb = nbformat.v4.new_notebook(cells=cells)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "book")}}).execute()       # raises on any error
+    verdicts = [o["data"]["text/plain"] for c in nb.cells for o in c.outputs
+                if o.get("output_type") == "execute_result" and str(o["data"].get("text/plain", "")).startswith(
+                    ("'Correct", "Correct", "'Not yet", "Not yet"))]
+    assert len(verdicts) >= 12 and all(v.startswith("Correct") for v in verdicts), verdicts
+    assert nb.cells[-1].outputs[0]["text"].strip() == "False"

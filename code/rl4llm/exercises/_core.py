@@ -15,6 +15,8 @@ Every verdict starts with ``"Correct:"`` or ``"Not yet:"``.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 import re
 from dataclasses import dataclass
@@ -52,25 +54,39 @@ def parse_number(answer) -> float | None:
     return value if math.isfinite(value) else None
 
 
-@dataclass(frozen=True)
 class NumericExercise:
     """A number to derive by hand: ``value`` within ``tolerance`` (absolute) is right.
 
     ``quantity`` names the number asked for (it labels the answer box); ``mistakes`` pairs each
-    common wrong value with what went wrong, in words.
+    common wrong value with what went wrong, in words. ``value`` and ``mistakes`` may also be given
+    as zero-argument functions that compute them: they then run on first use, so that an answer
+    computed with torch does not load torch in the chapters that never use it.
     """
-    chapter: int
-    quantity: str
-    value: float
-    tolerance: float
-    mistakes: tuple[tuple[float, str], ...] = ()
 
-    def __post_init__(self):
-        if not (math.isfinite(self.value) and self.tolerance > 0):
-            raise ValueError(f"value must be finite and tolerance > 0, got {self.value}, {self.tolerance}")
-        for wrong, _ in self.mistakes:
+    def __init__(self, chapter: int, quantity: str, value: float | Callable[[], float], tolerance: float,
+                 mistakes: tuple[tuple[float, str], ...] | Callable[[], tuple] = ()):
+        if not tolerance > 0:
+            raise ValueError(f"tolerance must be > 0, got {tolerance}")
+        self.chapter, self.quantity, self.tolerance = chapter, quantity, tolerance
+        self._value, self._mistakes = value, mistakes
+        if not (callable(value) or callable(mistakes)):
+            self.mistakes                                  # noqa: B018 (validates now, not on first use)
+
+    @functools.cached_property
+    def value(self) -> float:
+        value = float(self._value() if callable(self._value) else self._value)
+        if not math.isfinite(value):
+            raise ValueError(f"value must be finite, got {value}")
+        return value
+
+    @functools.cached_property
+    def mistakes(self) -> tuple[tuple[float, str], ...]:
+        mistakes = tuple((float(wrong), explanation) for wrong, explanation in
+                         (self._mistakes() if callable(self._mistakes) else self._mistakes))
+        for wrong, _ in mistakes:
             if abs(wrong - self.value) <= 2 * self.tolerance:
                 raise ValueError(f"the wrong value {wrong} is within 2 tolerances of the answer {self.value}")
+        return mistakes
 
     @property
     def correct_message(self) -> str:
@@ -134,6 +150,15 @@ class FunctionExercise:
         i = next(i for i, (o, e) in enumerate(zip(outputs, expected)) if not _close(o, e))
         return (f"{NOT_YET} on arguments {_show(cases[i])} the reference gives {_round(expected[i])} "
                 f"and yours {_round(outputs[i])}.")
+
+
+def imported_on_call(module: str, name: str) -> Callable:
+    """``rl4llm.<module>.<name>``, imported when first called: a reference that lives in a module that
+    imports torch (``grpo``, ``methods``) stays out of the chapters that never load torch."""
+    def reference(*args, **kwargs):
+        return getattr(importlib.import_module(f"rl4llm.{module}"), name)(*args, **kwargs)
+    reference.__name__ = reference.__qualname__ = name
+    return reference
 
 
 def toy_and_random(make: Callable[[np.random.Generator | None], tuple], n_random: int = 4

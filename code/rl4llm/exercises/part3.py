@@ -5,10 +5,11 @@ import numpy as np
 
 from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
 from ..distributions import log_softmax, softmax
-from ..grpo import group_advantages
 from ..reuse import clipped_objective, importance_ratios
 from ..toy import CORRECT, LOGITS
-from ._core import FunctionExercise, NumericExercise, toy_and_random
+from ._core import FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+
+group_advantages = imported_on_call("grpo", "group_advantages")      # rl4llm.grpo imports torch
 
 
 # ----------------------------------------------------------------------------- chapter 10
@@ -151,7 +152,7 @@ _FIFTEEN_IN_GROUP = 1
 def _advantage_mistakes() -> tuple[tuple[float, str], ...]:
     r, i = PARTIAL_CREDIT_GROUP, _FIFTEEN_IN_GROUP
     return (
-        (float(group_advantages(r, ddof=1)[i]),
+        (float(_std_advantages(r, 1, "outside")[i]),
          "that uses the sample std (ddof=1, divide by G - 1 = 3, TRL's choice); the book's default is the "
          "population std, ddof=0: divide the squared deviations by G = 4"),
         (float(r[i] / r.std()), "the baseline is missing: subtract the group's mean reward 0.375 from r(15) = "
@@ -224,7 +225,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _by_hand_gae_mistakes()),
     "ex-ch13-advantage": NumericExercise(
         13, 'the advantage of "15" in the group ("5", "15", "4", "4") with partial credit',
-        float(group_advantages(PARTIAL_CREDIT_GROUP)[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
+        # the library's formula, (r - mean) / (std + eps) with ddof 0, in numpy: group_advantages itself
+        # lives in rl4llm.grpo, which imports torch (tests/test_exercises_part3.py checks they agree)
+        float(_std_advantages(PARTIAL_CREDIT_GROUP, 0, "outside")[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
     "group_advantages": FunctionExercise(13, lambda r: group_advantages(r), toy_and_random(_group_rewards), (
         ("the std uses ddof=1 (the sample std, TRL's choice); the book's default is ddof=0, the population "
          "std", lambda r: _std_advantages(r, 1, "outside")),

@@ -20,10 +20,11 @@ import numpy as np
 
 from ..distributions import softmax
 from ..gradients import policy_gradient
-from ..methods import run_exact_gradient
 from ..toy import CORRECT, LOGITS
 from ..verifier import EOS_MARKER, addition_reward
-from ._core import NOT_YET, FunctionExercise, NumericExercise, toy_and_random
+from ._core import NOT_YET, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+
+run_exact_gradient = imported_on_call("methods", "run_exact_gradient")   # rl4llm.methods imports torch
 
 
 # ============================================================================ chapter 14
@@ -246,22 +247,30 @@ def split_batch(lengths=SPLIT_LENGTHS, advantages=SPLIT_ADVANTAGES):
     return logp, logp.clone(), torch.tensor(advantages, dtype=torch.float64), mask
 
 
-def _split_loss(loss_type: str, num_processes: int, *, combine=None) -> float:
-    from ..data_parallel import data_parallel_loss
-    loss, per_process = data_parallel_loss(*split_batch(), num_processes=num_processes, loss_type=loss_type,
-                                           max_completion_length=max(SPLIT_LENGTHS))
-    return float(loss if combine is None else combine(per_process))
+def split_loss(loss_type: str, num_processes: int, *, combine=np.mean) -> float:
+    """The by-hand batch's loss under ``loss_type`` ("bnpo" or "grpo") on ``num_processes`` processes,
+    each holding a contiguous block of rows, with the per-process losses combined by ``combine``
+    (the all-reduce's mean). With rho = 1 every token of row i contributes -A_i, so this is numpy
+    arithmetic; tests/test_exercises_part4.py checks it against ``data_parallel_loss``, whose torch
+    the chapters before 13 never load."""
+    lengths, advantages = np.array(SPLIT_LENGTHS, float), np.array(SPLIT_ADVANTAGES)
+    losses = []
+    for rows in np.split(np.arange(len(lengths)), num_processes):
+        token_losses = -advantages[rows] * lengths[rows]              # each row's summed token losses
+        losses.append(token_losses.sum() / lengths[rows].sum() if loss_type == "bnpo"
+                      else np.mean(token_losses / lengths[rows]))
+    return float(combine(losses))
 
 
 def _split_mistakes() -> tuple[tuple[float, str], ...]:
-    bnpo = _split_loss("bnpo", 2)
+    bnpo = split_loss("bnpo", 2)
     return (
-        (_split_loss("bnpo", 1), "that is the one-process token mean S / N (it is also dapo's loss on two "
+        (split_loss("bnpo", 1), "that is the one-process token mean S / N (it is also dapo's loss on two "
                                  "processes); under bnpo each process divides by its OWN token count, "
                                  "and the all-reduce averages the two"),
-        (_split_loss("bnpo", 2, combine=lambda losses: float(sum(losses))),
+        (split_loss("bnpo", 2, combine=np.sum),
          "the all-reduce AVERAGES the processes' gradients: (L_0 + L_1) / 2, not their sum (a factor of P)"),
-        (_split_loss("grpo", 2), "that is the grpo (per-sequence) loss: each row's own token mean, then "
+        (split_loss("grpo", 2), "that is the grpo (per-sequence) loss: each row's own token mean, then "
                                  "the mean over rows; bnpo averages tokens"),
         (-bnpo, "the sign is flipped: the loss is the NEGATED objective, so each token contributes -rho A"),
     )
@@ -315,7 +324,8 @@ def _dp_cases():
 
 
 def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", max_completion_length=None,
-                dapo_local=False, dapo_no_p=False, bnpo_whole=False, summed=False, grpo_tokens=False):
+                dapo_local=False, dapo_no_p=False, bnpo_whole=False, summed=False, grpo_tokens=False,
+                token_sequences=False):
     """data_parallel_loss with one of the typical mistakes switched on."""
     import torch
 
@@ -327,9 +337,11 @@ def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="g
     losses = []
     for rows in shard_slices(mask.shape[0], num_processes):
         local_type = {"dapo": "bnpo", "grpo": "bnpo" if grpo_tokens else "grpo"}.get(loss_type, loss_type)
+        if token_sequences and loss_type in ("bnpo", "dapo"):
+            local_type = "grpo"
         local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], loss_type=local_type,
                              max_completion_length=max_completion_length)
-        if loss_type == "dapo" and not dapo_local:
+        if loss_type == "dapo" and not (dapo_local or token_sequences):
             n_local = mask[rows].sum().clamp(min=1)
             local = local * n_local * (1 if dapo_no_p else num_processes) / n_total
         losses.append(local)
@@ -358,6 +370,9 @@ _DATA_PARALLEL_LOSS = _KeywordExercise(15, lambda *args: _dp_reference()(*args),
      "their sum (a factor of P)", _dp(summed=True)),
     ("grpo averages each row over its own tokens first, then the rows (per sequence); a token mean over "
      "the process's rows is bnpo", _dp(grpo_tokens=True)),
+    ("bnpo and dapo are token means (every token weighs the same, whatever its row's length); averaging "
+     "each row over its own tokens first, then the rows, is grpo's per-sequence aggregation",
+     _dp(token_sequences=True)),
 ))
 
 
@@ -436,11 +451,11 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         float(seeds_by_hand(SEEDS_S, SEEDS_DIFFERENCE)), 0.3, _seeds_mistakes()),
     "addition_reward": _ADDITION_REWARD,
     "ex-ch15-split": NumericExercise(
-        15, "the bnpo loss that two data-parallel processes follow", _split_loss("bnpo", 2), 5e-4,
+        15, "the bnpo loss that two data-parallel processes follow", split_loss("bnpo", 2), 5e-4,
         _split_mistakes()),
     "data_parallel_loss": _DATA_PARALLEL_LOSS,
     "ex-ch16-k3": NumericExercise(
-        16, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5(), 5e-4,
+        16, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
         _k3_mistakes()),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }

@@ -1,0 +1,66 @@
+"""rl4llm: the library behind "RL for LLMs, from softmax to GRPO".
+
+Every formula of the book lives here once, is tested in ``tests/`` and is imported by the
+chapters in ``book/``. Each function's docstring names the chapter that derives it. The modules
+follow the book's order: toy and distributions (Part I) <- gradients <- estimators and the
+on-policy loop (Part II) <- reuse and credit <- grpo and the toy GRPO loop (Part III) <- the tiny
+transformer's task, model, warm start and trainer (Part IV).
+
+Only the numpy modules load with the package: the names that need PyTorch (GRPO's loss, the toy GRPO
+loop, the summary's methods, the tiny GPT, its trainer, warm start and the TRL bridge) load their
+module on first use, so chapters 1-12 never pay for importing torch, and ``pip install rl4llm``
+without the ``torch`` extra is enough for them.
+"""
+import importlib
+# Part I: from softmax to SFT (chapters 1-5)
+from .toy import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB
+from .distributions import (cross_entropy, decode_probs, entropy, kl_divergence, log_softmax, onehot,
+                            sequence_probability, softmax)
+from .gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
+                        sft_step)
+from .two_strings import first_token_rewards, string_probabilities, training_curves
+from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
+from .verifier import EOS_MARKER, addition_reward
+
+# Part II: the RL core (chapters 6-9)
+from .estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
+                         group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
+from .onpolicy import on_policy_loop, on_policy_runs
+from .statistics import noise_floor, standard_error, verdict
+
+# Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 16)
+from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
+                    clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient,
+                    drift_case, drift_variance_ratio, fisher_matrix, importance_ratios,
+                    importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
+                    importance_weighted_variance, policy_kl, ppo_inner_steps, trust_region_step, with_correct_mass)
+from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
+# Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
+from .tasks import AdditionTask, CharTokenizer, addition_prompt
+
+_LAZY = {
+    "grpo": ("group_advantages", "grpo_loss"),
+    "toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
+                 "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
+                 "two_step_inner_steps"),
+    "methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
+                "run_reinforce_baseline", "run_sft", "run_trpo"),
+    "model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
+    "evaluation": ("greedy_accuracy",),
+    "trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
+    "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
+    "trl_bridge": ("compare_losses", "knob_table", "trl_config_kwargs"),
+}
+_LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rl4llm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_NAMES))

@@ -1,0 +1,124 @@
+"""Input validation shared by every module.
+
+Every public function of :mod:`rl4llm` validates its inputs with these helpers, so a bad input
+always raises a :class:`ValueError` that names the parameter and its valid range, never a NaN
+or a silent clamp.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+#: Tolerance for "probabilities sum to 1".
+PROB_SUM_TOL = 1e-9
+
+
+def as_float_array(x, name: str, *, ndim_min: int = 1) -> np.ndarray:
+    """Return ``x`` as a float64 array, rejecting non-numeric, empty or non-finite input."""
+    try:
+        if np.asarray(x).dtype.kind in "US":  # text is not a number, even if it parses as one
+            raise TypeError(f"{name} holds non-numeric entries")
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(f"{name} must be an array of real numbers, got {x!r}") from err
+    if arr.ndim < ndim_min:
+        raise ValueError(f"{name} must have at least {ndim_min} dimension(s), got shape {arr.shape}")
+    if arr.size == 0 or (arr.ndim >= 1 and arr.shape[-1] == 0):
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {x!r}")
+    return arr
+
+
+def logits_array(logits, name: str = "logits") -> np.ndarray:
+    """Finite logits with a non-empty last axis."""
+    return as_float_array(logits, name)
+
+
+def logits_vector(logits, name: str = "logits") -> np.ndarray:
+    """Finite logits of a single distribution: a non-empty 1-D vector."""
+    z = logits_array(logits, name)
+    if z.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {z.shape}")
+    return z
+
+
+def probability_array(p, name: str = "p") -> np.ndarray:
+    """A probability vector (or a batch of them on the last axis): entries >= 0, summing to 1."""
+    arr = as_float_array(p, name)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative (probabilities in [0, 1]), got {p!r}")
+    sums = arr.sum(axis=-1)
+    if np.any(np.abs(sums - 1.0) > PROB_SUM_TOL):
+        raise ValueError(f"{name} must sum to 1 (within {PROB_SUM_TOL:g}) over the last axis, got sum {sums!r}")
+    return arr
+
+
+def finite_real(x, name: str) -> float:
+    """A finite real number (bools are rejected)."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a finite real number, got {x!r}")
+    try:
+        value = float(x)
+    except OverflowError as err:  # a Python int beyond the float range
+        raise ValueError(f"{name} must be a finite real number, got {x!r}") from err
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {x!r}")
+    return value
+
+
+def positive_real(x, name: str) -> float:
+    """A finite real number > 0."""
+    value = finite_real(x, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
+    return value
+
+
+def real_in_range(x, name: str, low: float, high: float, *, low_open: bool = False,
+                  high_open: bool = False) -> float:
+    """A finite real number in the interval [low, high], either end optionally open."""
+    value = finite_real(x, name)
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must be in {interval}, got {x!r}")
+    return value
+
+
+def integer_at_least(x, name: str, minimum: int) -> int:
+    """An integer (Python or numpy, not bool, not float) >= minimum."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+    if x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+    return int(x)
+
+
+def index_in_range(i, name: str, size: int) -> int:
+    """An integer index in [0, size - 1]."""
+    if isinstance(i, bool) or not isinstance(i, (numbers.Integral, np.integer)) or not 0 <= i < size:
+        raise ValueError(f"{name} must be an integer index in [0, {size - 1}], got {i!r}")
+    return int(i)
+
+
+def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
+    """Raise unless two arrays have the same shape."""
+    if a.shape != b.shape:
+        raise ValueError(f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}")
+
+
+def sample_indices(samples, size: int) -> np.ndarray:
+    """Integer answer indices in [0, size - 1], shaped (..., G) with G >= 1."""
+    arr = np.asarray(samples)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"samples must be an integer array of answer indices in [0, {size - 1}], "
+                         f"got dtype {arr.dtype}")
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"samples must have shape (..., G) with G >= 1, got shape {arr.shape}")
+    if np.any(arr < 0) or np.any(arr >= size):
+        raise ValueError(f"samples must be answer indices in [0, {size - 1}]")
+    return arr

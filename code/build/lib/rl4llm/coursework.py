@@ -1,0 +1,206 @@
+"""The chapters' exercises as data: the list an instructor assigns from, the student edition, and the
+nbgrader source assignments (no numerics here; the checks themselves are in ``rl4llm.exercises``).
+
+How a chapter notebook marks its exercises (``tests/test_coursework.py`` holds every chapter to it):
+
+- each exercise is a sphinx-exercise block, `` ```{exercise} Title (kind) `` with ``:label: ex-chNN-slug``,
+  its kind one of "by hand", "coding", "experiment" (other exercises name no kind); its solution is a
+  `` ```{solution} `` block after it. Exercises are numbered per chapter in order ("Exercise 7.2");
+- a coding exercise's markdown cell is followed by its starter cell (tags ``exercise-code``,
+  ``hide-input``), whose reference body sits between nbgrader's ``### BEGIN SOLUTION`` and
+  ``### END SOLUTION`` lines, and by its check cell (tag ``exercise-check``), ending in
+  ``check("<id>", my_function)``.
+
+The student edition removes every solution block and replaces each reference body by nbgrader's stub,
+so a handed-out notebook and an nbgrader release say the same thing.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SOLUTION_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"      # nbgrader's default for Python
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution)\}[ \t]*(?P<arg>.*)$")
+_LABEL = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
+_KIND = re.compile(r"\((by hand|coding|experiment)\)\s*$")
+_CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
+_ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
+
+#: The four graded assignments: the chapters each one draws its coding exercises from.
+PARTS: dict[str, tuple[str, range]] = {
+    "part1": ("Part I: from softmax to SFT", range(1, 6)),
+    "part2": ("Part II: the RL core", range(6, 10)),
+    "part3": ("Part III: reusing samples, trust regions, GRPO", range(10, 14)),
+    "part4": ("Part IV: GRPO on a real model", range(14, 17)),
+}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a chapter: ``number`` is "7.2"; ``kind`` is "by hand", "coding", "experiment"
+    or "" (any other); for a coding exercise, ``starter`` is its starter cell's source (reference
+    body included), ``check_id`` the id it is checked under and ``function`` the student's function."""
+    chapter: int
+    number: str
+    label: str
+    title: str
+    kind: str
+    text: str
+    starter: str = ""
+    check_id: str = ""
+    function: str = ""
+
+
+def _blocks(markdown: str):
+    """(name, argument, body, start, end) for each top-level exercise or solution block, in order;
+    start/end are line indices (end exclusive). A block ends at a line of the same fence, at least as long."""
+    lines = markdown.split("\n")
+    i = 0
+    while i < len(lines):
+        match = _OPEN.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        fence = match["fence"]
+        j = i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(fence[0] * len(fence))
+                                      and set(lines[j].strip()) == {fence[0]}):
+            j += 1
+        yield match["name"], match["arg"].strip(), "\n".join(lines[i + 1:j]), i, min(j + 1, len(lines))
+        i = j + 1
+
+
+def strip_solutions(markdown: str) -> str:
+    """The markdown with every ``{solution}`` block removed (and the blank lines it leaves collapsed)."""
+    lines = markdown.split("\n")
+    drop = set()
+    for name, _, _, start, end in _blocks(markdown):
+        if name == "solution":
+            drop.update(range(start, end))
+    kept = "\n".join(line for k, line in enumerate(lines) if k not in drop)
+    return re.sub(r"\n{3,}", "\n\n", kept).strip("\n")
+
+
+def stub(source: str) -> str:
+    """A starter cell with its reference body replaced by nbgrader's stub, at the same indentation."""
+    def replace(match):
+        indent = match["indent"]
+        return "\n".join(indent + line for line in SOLUTION_STUB.split("\n"))
+    pattern = re.compile(rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}\n.*?^[ \t]*{re.escape(END)}$", re.M | re.S)
+    return pattern.sub(replace, source)
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"])
+
+
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def chapter_number(path: Path) -> int:
+    return int(Path(path).name[:2])
+
+
+def exercises(path: Path) -> list[Exercise]:
+    """The exercises of one chapter notebook, in order, numbered per chapter."""
+    path = Path(path)
+    chapter = chapter_number(path)
+    cells = json.loads(path.read_text())["cells"]
+    found: list[Exercise] = []
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        for name, title, body, _, _ in _blocks(_source(cell)):
+            if name != "exercise":
+                continue
+            label = _LABEL.search(body)
+            kind = _KIND.search(title)
+            text = _ANSWER_BOX.sub("", _LABEL.sub("", body)).strip()
+            extra = {}
+            if kind and kind.group(1) == "coding":
+                starter, check = cells[index + 1], cells[index + 2]
+                if "exercise-code" not in _tags(starter) or "exercise-check" not in _tags(check):
+                    raise ValueError(f"{path.name}: coding exercise {title!r} is not followed by its starter "
+                                     "and check cells")
+                check_id, function = _CHECK.search(_source(check)).groups()
+                extra = {"starter": _source(starter), "check_id": check_id, "function": function}
+            found.append(Exercise(chapter, f"{chapter}.{len(found) + 1}", label.group(1) if label else "",
+                                  title, kind.group(1) if kind else "", text, **extra))
+    return found
+
+
+def student_notebook(nb: dict) -> dict:
+    """A chapter notebook to hand out: no solution blocks; each coding exercise's reference body is
+    nbgrader's stub and its cell no longer hidden; the exercise cells' stored outputs cleared."""
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb["cells"]:
+        tags = _tags(cell)
+        if cell["cell_type"] == "markdown":
+            text = strip_solutions(_source(cell))
+            if not text.strip():
+                continue
+            cell["source"] = text.splitlines(keepends=True)
+        elif "exercise-code" in tags or "exercise-check" in tags:
+            cell["source"] = stub(_source(cell)).splitlines(keepends=True)
+            cell["metadata"]["tags"] = [t for t in tags if t != "hide-input"]
+            cell["outputs"], cell["execution_count"] = [], None
+        cells.append(cell)
+    nb["cells"] = cells
+    return nb
+
+
+def _nbgrader(kind: str, grade_id: str, points: int = 0) -> dict:
+    meta = {"grade_id": grade_id, "schema_version": 3, "solution": kind == "solution",
+            "grade": kind == "test", "locked": kind != "solution", "task": False}
+    if kind == "test":
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _cell(kind: str, source: str, metadata: dict) -> dict:
+    cell = {"cell_type": kind, "metadata": metadata, "source": source.splitlines(keepends=True)}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def source_assignment(part: str, chapters: list[Path]) -> dict:
+    """nbgrader's source notebook for one part: its chapters' coding exercises, each a solution cell
+    (the starter with the reference body between nbgrader's markers) and a locked, graded test cell
+    that fails with ``rl4llm.exercises``'s verdict."""
+    title, numbers = PARTS[part]
+    coding = [e for path in chapters if chapter_number(path) in numbers
+              for e in exercises(path) if e.kind == "coding"]
+    intro = (f"# {title}: coding exercises\n\n"
+             "Each exercise asks for one function of the library, written from its formula, with the library "
+             "function's signature. Write it in the cell under the exercise (replace the stub), then run the "
+             "test cell under it: it runs your function beside the library's on the book's toy and on random "
+             "cases, and says in words what is wrong (the same message as the chapter's check cell). Every "
+             "test cell is worth one point.\n\n"
+             f"The exercises are {', '.join(e.number for e in coding)}, as numbered in the book.")
+    cells = [_cell("markdown", intro, _nbgrader("markdown", f"{part}-intro"))]
+    for e in coding:
+        grade_id = e.label.removeprefix("ex-")
+        cells += [
+            _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()}\n\n{e.text}",
+                  _nbgrader("markdown", f"{grade_id}-text")),
+            _cell("code", e.starter, _nbgrader("solution", grade_id)),
+            _cell("code", f"from rl4llm.exercises import assert_correct\n\n"
+                          f"assert_correct({e.check_id!r}, {e.function})".replace("'", '"'),
+                  _nbgrader("test", f"{grade_id}-check", points=1)),
+        ]
+    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                         "name": "python3"},
+                                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 4}
+
+
+def write_notebook(nb: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")

@@ -1,0 +1,118 @@
+"""What data parallelism does to the GRPO loss: the all-reduce, simulated in one process (chapter 15).
+
+Under data parallelism (DDP, which ``accelerate launch`` and ``torchrun`` set up) each of P
+processes holds B/P rows of the batch, computes its own loss L_p on them and backpropagates; the
+all-reduce then AVERAGES the gradients over processes, so the update follows
+
+    grad (1/P) sum_p L_p,
+
+not the gradient of the loss of the whole batch. Whether the two agree depends on the loss's
+normaliser. TRL 1.16's per-process losses (``GRPOTrainer._compute_loss``), with S_p the masked sum of
+the per-token losses on process p's rows, n_p its token count, N = sum_p n_p, R_p the rows and L
+the ``max_completion_length``:
+
+- ``grpo``:    mean over R_p of each row's token mean  -> (1/P) sum_p L_p is the mean over all rows
+- ``bnpo``:    S_p / n_p                               -> (1/P) sum_p S_p / n_p, not S / N
+- ``dr_grpo``: S_p / (|R_p| L)                         -> S / (B L)
+- ``dapo``:    S_p / (N / P), N gathered from every process before the loss -> S / N
+
+So ``grpo``, ``dr_grpo`` and ``dapo`` give the one-process loss and gradient on any split, and
+``bnpo`` gives the mean of per-process token means, which equals the one-process token mean only
+when every process holds the same number of tokens. Rows are split as TRL splits them: process p
+holds the p-th contiguous block of B/P rows.
+"""
+from __future__ import annotations
+
+import torch
+
+from ._checks import integer_at_least
+from .grpo import LOSS_TYPES, grpo_loss
+
+
+def shard_slices(batch_size: int, num_processes: int) -> list[slice]:
+    """The rows each process holds: the p-th contiguous block of ``batch_size / num_processes``
+    rows, as TRL 1.16 splits a batch (chapter 15)."""
+    batch_size = integer_at_least(batch_size, "batch_size", 1)
+    num_processes = integer_at_least(num_processes, "num_processes", 1)
+    if batch_size % num_processes:
+        raise ValueError(f"num_processes must divide the batch size {batch_size}, got {num_processes}")
+    rows = batch_size // num_processes
+    return [slice(p * rows, (p + 1) * rows) for p in range(num_processes)]
+
+
+def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
+                       advantages: torch.Tensor, mask: torch.Tensor, *,
+                       num_processes: int, loss_type: str = "grpo",
+                       eps_low: float = 0.2, eps_high: float | None = None,
+                       beta: float = 0.0, ref_logp: torch.Tensor | None = None,
+                       max_completion_length: int | None = None):
+    """(1/P) sum_p L_p, whose gradient is the all-reduced gradient of P processes.
+
+    L_p is TRL 1.16's loss on process p's rows (:func:`shard_slices`):
+    :func:`rl4llm.grpo.grpo_loss` on those rows for ``grpo``, ``bnpo`` and ``dr_grpo``;
+    for ``dapo`` the rows' masked token sum divided by N / P, N the token count of the
+    whole batch. Returns ``(loss, per_process_losses)``; the other arguments mean what
+    they mean in ``grpo_loss``. ``num_processes=1`` gives ``grpo_loss`` (chapter 15).
+    """
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        raise ValueError(f"mask must be a (B, T) torch.Tensor, "
+                         f"got {getattr(mask, 'shape', type(mask).__name__)}")
+    shards = shard_slices(mask.shape[0], num_processes)
+    P = len(shards)
+    n_total = mask.to(logp.dtype).sum().clamp(min=1)
+    losses = []
+    for rows in shards:
+        ref = None if ref_logp is None else ref_logp[rows]
+        local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows],
+                             eps_low=eps_low, eps_high=eps_high, beta=beta,
+                             ref_logp=ref,
+                             loss_type="bnpo" if loss_type == "dapo" else loss_type,
+                             max_completion_length=max_completion_length)
+        if loss_type == "dapo":     # S_p / (N / P) = (S_p / n_p) * n_p * P / N
+            n_local = mask[rows].to(logp.dtype).sum().clamp(min=1)
+            local = local * n_local * P / n_total
+        losses.append(local)
+    return torch.stack(losses).mean(), losses
+
+
+def normalisation_table(model, tokens: torch.Tensor, prompt_len: int, old_logp: torch.Tensor,
+                        advantages: torch.Tensor, mask: torch.Tensor, *, num_processes: int = 2,
+                        loss_types=LOSS_TYPES, temperature: float = 1.0, **loss_kwargs) -> list[dict]:
+    """One row per loss type: the one-process loss and gradient against the P-process ones (chapter 15).
+
+    The log-probabilities are ``completion_logprobs(model, tokens, prompt_len, temperature)``, in
+    ``model``'s dtype (float64 for the chapter's table); the gradient is over every parameter of
+    ``model``. Each row: ``loss_type``, ``single`` and ``data_parallel`` (the two loss values),
+    ``ratio`` (data_parallel / single), ``max_grad_difference`` (largest absolute difference between
+    the two gradients over all parameters), ``grad_norm`` (of the one-process gradient) and
+    ``tokens_per_process`` (n_p). ``loss_kwargs`` go to ``grpo_loss`` (``eps_low``, ``beta``, ...).
+    """
+    from .model import completion_logprobs
+
+    loss_types = tuple(loss_types)
+    if not loss_types or any(t not in LOSS_TYPES for t in loss_types):
+        raise ValueError(f"loss_types must be a non-empty sequence of {LOSS_TYPES}, got {loss_types!r}")
+    shards = shard_slices(mask.shape[0], num_processes)
+    params = list(model.parameters())
+    dtype = params[0].dtype
+    old_logp, mask = old_logp.to(dtype), mask.to(dtype)
+    advantages = advantages.to(dtype)
+    if loss_kwargs.get("ref_logp") is not None:
+        loss_kwargs = {**loss_kwargs, "ref_logp": loss_kwargs["ref_logp"].to(dtype)}
+    rows = []
+    for loss_type in loss_types:
+        logp, _ = completion_logprobs(model, tokens, prompt_len, temperature)
+        single, _ = grpo_loss(logp, old_logp, advantages, mask, loss_type=loss_type, **loss_kwargs)
+        split, _ = data_parallel_loss(logp, old_logp, advantages, mask, num_processes=num_processes,
+                                      loss_type=loss_type, **loss_kwargs)
+        g_single = torch.autograd.grad(single, params, retain_graph=True)
+        g_split = torch.autograd.grad(split, params)
+        single, split = single.detach(), split.detach()
+        rows.append({"loss_type": loss_type, "single": float(single), "data_parallel": float(split),
+                     "ratio": float(split / single),
+                     "max_grad_difference": max(float((a - b).abs().max()) for a, b in zip(g_single, g_split)),
+                     "grad_norm": float(torch.sqrt(sum((g ** 2).sum() for g in g_single))),
+                     "tokens_per_process": [int(mask[s].sum()) for s in shards]})
+    return rows

@@ -1,0 +1,292 @@
+"""Checked exercises of Part III (chapters 10-13): reusing samples, trust regions, GRPO."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
+from ..distributions import log_softmax, softmax
+from ..reuse import clipped_objective, importance_ratios
+from ..toy import CORRECT, LOGITS
+from ._core import FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+
+group_advantages = imported_on_call("grpo", "group_advantages")      # rl4llm.grpo imports torch
+
+
+# ----------------------------------------------------------------------------- chapter 10
+#: Exercise 10's update: the logit of 5 raised by ln 2, the others unchanged (e^z = 1, 4, 4, 2, 1).
+BOOSTED_LOGITS = LOGITS + np.log(2.0) * (np.arange(LOGITS.size) == CORRECT)
+
+
+def _ratio_cases():
+    """The boosted toy against the toy, then random pairs of nearby policies; the last has logits
+    spread over thousands of nats, so that every answer but the likeliest underflows to
+    probability 0 (as a long sequence's probability does) while the log-ratios stay small."""
+    rng = np.random.default_rng(0)
+    cases = [(BOOSTED_LOGITS, LOGITS)]
+    for spread in (1.0, 1.0, 3.0, 1000.0):
+        K = int(rng.integers(3, 7))
+        old = spread * rng.normal(size=K)
+        cases.append((old + rng.normal(scale=0.5, size=K), old))
+    return cases
+
+
+def _quietly(f):
+    """``f`` with numpy's warnings about 0/0 and overflow silenced (a mistake may divide by 0)."""
+    def wrapped(*args):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return f(*args)
+    return wrapped
+
+
+def _ratio_mistakes():
+    as_float = lambda z: np.asarray(z, dtype=float)
+    return (
+        ("the ratio is upside down: rho = pi_new / pi_old (the policy being trained over the one that "
+         "drew the samples), not pi_old / pi_new", lambda new, old: importance_ratios(old, new)),
+        ("that is a ratio of logits, z_new / z_old; rho is a ratio of probabilities, softmax(z_new) / "
+         "softmax(z_old) (a logit can be 0 or negative, a probability cannot)",
+         _quietly(lambda new, old: as_float(new) / as_float(old))),
+        ("that is the log-ratio ln pi_new - ln pi_old; exponentiate it: rho = exp(ln pi_new - ln pi_old)",
+         lambda new, old: log_softmax(new) - log_softmax(old)),
+        ("the softmax's normaliser is missing: exp(z_new - z_old) is the ratio of the e^z, but "
+         "pi = e^z / sum e^z and the two sums differ; subtract each one's log-sum-exp (log_softmax) first",
+         _quietly(lambda new, old: np.exp(as_float(new) - as_float(old)))),
+        ("the formula is right, but dividing probabilities fails where they underflow to 0 (0/0 = nan on "
+         "the last random case, whose logits span thousands of nats, like a long sequence's log-probability); "
+         "compute in log space: rho = exp(log_softmax(z_new) - log_softmax(z_old))",
+         _quietly(lambda new, old: softmax(new) / softmax(old))),
+        ("e^z overflows for the large logits of the last random case (inf / inf = nan); subtract the "
+         "largest logit before exponentiating, or better, compute in log space: "
+         "rho = exp(log_softmax(z_new) - log_softmax(z_old))", _quietly(_naive_softmax_ratio)),
+    )
+
+
+def _naive_softmax_ratio(new, old):
+    """softmax(new) / softmax(old) with e^z taken as it comes (no max subtracted)."""
+    e_new, e_old = np.exp(np.asarray(new, dtype=float)), np.exp(np.asarray(old, dtype=float))
+    return (e_new / e_new.sum()) / (e_old / e_old.sum())
+
+
+def _weight_mistakes() -> tuple[tuple[float, str], ...]:
+    rho = importance_ratios(BOOSTED_LOGITS, LOGITS)[CORRECT]
+    return (
+        (1 / rho, "the ratio is upside down: rho(5) = pi_new(5) / pi_old(5), not pi_old(5) / pi_new(5)"),
+        (float(np.exp(BOOSTED_LOGITS[CORRECT] - LOGITS[CORRECT])),
+         "2 is the ratio of the e^z (or of the logits) of 5: e^z(5) doubled, but so did one term of the "
+         "softmax's sum, 10 -> 12, so pi_new(5) = 4/12, not 4/10"),
+        (float(np.log(rho)), "that is ln rho(5), the log-ratio; exponentiate it"),
+        (float(softmax(BOOSTED_LOGITS)[CORRECT]),
+         "that is pi_new(5) itself; the ratio divides it by pi_old(5) = 0.2"),
+    )
+
+
+# ----------------------------------------------------------------------------- chapter 11
+#: Exercise 11's by-hand case: a wrong answer already pushed below the band.
+NEGATIVE_CASE = {"ratio": 0.6, "advantage": -0.5, "eps": 0.2}
+
+
+def _negative_mistakes() -> tuple[tuple[float, str], ...]:
+    rho, A, eps = NEGATIVE_CASE["ratio"], NEGATIVE_CASE["advantage"], NEGATIVE_CASE["eps"]
+    value = float(clipped_objective(rho, A, eps))
+    return (
+        (float(_clip_wrong_side(rho, A, eps)),
+         "that is the unclipped rho A = 0.6 x (-0.5), which a clip on the wrong side (or max for min) "
+         "gives; for A < 0 the bound that matters is 1 - eps = 0.8, and min(rho A, clip(rho) A) picks "
+         "the clipped term"),
+        (-value, "the sign is flipped: that is the loss -L_CLIP that a trainer minimises; the objective "
+                 "min(rho A, clip(rho) A) is negative for A < 0"),
+        ((1 + eps) * A, "that clips rho to the upper edge 1 + eps = 1.2; rho = 0.6 is below the band, so "
+                        "clip(0.6, 0.8, 1.2) = 0.8"),
+    )
+
+
+# ----------------------------------------------------------------------------- chapter 12
+#: Exercise 12's by-hand setting, on the chapter's episode r = (0, 0, 1), V = (0.5, 0.6, 0.7).
+BY_HAND_GAMMA, BY_HAND_LAMBDA = 0.9, 0.5
+
+
+def _by_hand_gae_mistakes() -> tuple[tuple[float, str], ...]:
+    r, v, g, lam = EXAMPLE_REWARDS, EXAMPLE_VALUES, BY_HAND_GAMMA, BY_HAND_LAMBDA
+    no_gamma_in_delta = td_errors(r, v, 1.0)
+    return (
+        (float(_gae_variant(r, v, g, lam, shift=1)[0]),
+         "the discounting is off by one: delta_0 itself has weight 1 (A_0 = delta_0 + gamma lambda A_1), "
+         "not gamma lambda"),
+        (float(gae(r, v, g, 1.0)[0]),
+         "lambda is missing: that is the lambda = 1 advantage G_0 - V(s_0) = 0.81 - 0.5; the weights are "
+         "(gamma lambda)^l = 0.45^l, not 0.9^l"),
+        (float(sum((g * lam) ** l * d for l, d in enumerate(no_gamma_in_delta))),
+         "gamma is missing from the TD errors: delta_t = r_t + gamma V(s_{t+1}) - V(s_t) = (0.04, 0.03, "
+         "0.3) with gamma = 0.9, not (0.1, 0.1, 0.3)"),
+        (float(_gae_variant(r, v, g, lam, use_gamma=False)[0]),
+         "gamma is missing from the weights: A_t = delta_t + gamma lambda A_{t+1}, so the weights are "
+         "0.45^l, not 0.5^l"),
+    )
+
+
+def _gae_forward(rewards, values, gamma, lam):
+    """The recursion run forwards in time, A_t = delta_t + gamma lambda A_{t-1}: a typical slip."""
+    delta = td_errors(rewards, values, gamma)
+    out, running = np.empty_like(delta), 0.0
+    for t in range(delta.size):
+        running = delta[t] + gamma * lam * running
+        out[t] = running
+    return out
+
+
+def _gae_no_gamma_in_delta(rewards, values, gamma, lam):
+    delta = td_errors(rewards, values, 1.0)
+    out, running = np.empty_like(delta), 0.0
+    for t in range(delta.size - 1, -1, -1):
+        running = delta[t] + gamma * lam * running
+        out[t] = running
+    return out
+
+
+# ----------------------------------------------------------------------------- chapter 13
+#: Exercise 13's group under chapter 7's lenient verifier: "5", "15", "4", "4".
+PARTIAL_CREDIT_GROUP = np.array([1.0, 0.5, 0.0, 0.0])
+_FIFTEEN_IN_GROUP = 1
+
+
+def _advantage_mistakes() -> tuple[tuple[float, str], ...]:
+    r, i = PARTIAL_CREDIT_GROUP, _FIFTEEN_IN_GROUP
+    return (
+        (float(_std_advantages(r, 1, "outside")[i]),
+         "that uses the sample std (ddof=1, divide by G - 1 = 3, TRL's choice); the book's default is the "
+         "population std, ddof=0: divide the squared deviations by G = 4"),
+        (float(r[i] / r.std()), "the baseline is missing: subtract the group's mean reward 0.375 from r(15) = "
+                                "0.5 before dividing by the std"),
+        (float(r[i] - r.mean()), "the division by the group's std is missing: that is r - mean (Dr. GRPO's "
+                                 "scale=False); divide by the std, 0.4146"),
+        (float((r[i] - r.mean()) / r.var()), "that divides by the variance 0.1719; divide by its square root, "
+                                             "the std 0.4146"),
+    )
+
+
+def _group_rewards(rng):
+    if rng is None:      # the toy's group, and a nearly flat one (where eps's place shows)
+        return (np.array([[0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0 + 1e-6]]),)
+    return (rng.integers(0, 2, size=(3, 6)).astype(float) + rng.normal(scale=0.2, size=(3, 6)),)
+
+
+def _episode(rng):
+    if rng is None:
+        return np.array([0.0, 0.0, 1.0]), np.array([0.5, 0.6, 0.7]), 0.9, 0.5
+    T = int(rng.integers(3, 7))
+    return rng.normal(size=T), rng.normal(size=T), float(rng.uniform(0.5, 1.0)), float(rng.uniform(0.1, 0.9))
+
+
+def _ratios_advantages(rng):
+    if rng is None:
+        return np.array([0.5, 1.0, 2.0, 0.5, 2.0]), np.array([0.8, 0.8, 0.8, -0.2, -0.2]), 0.2
+    return rng.uniform(0.3, 2.0, size=8), rng.normal(size=8), 0.2
+
+
+def _std_advantages(rewards, ddof, where):
+    r = np.asarray(rewards, dtype=float)
+    centred = r - r.mean(axis=-1, keepdims=True)
+    if where == "sqrt":
+        return centred / np.sqrt(r.var(axis=-1, ddof=ddof, keepdims=True) + 1e-8)
+    return centred / (r.std(axis=-1, ddof=ddof, keepdims=True) + 1e-8)
+
+
+def _gae_variant(rewards, values, gamma, lam, shift=0, use_lam=True, use_gamma=True):
+    r, v = np.asarray(rewards, float), np.asarray(values, float)
+    nxt = np.append(v[1:], 0.0)
+    delta = r + gamma * nxt - v
+    decay = (gamma if use_gamma else 1.0) * (lam if use_lam else 1.0)
+    out, running = np.empty_like(delta), 0.0
+    for t in range(len(delta) - 1, -1, -1):
+        running = delta[t] + decay * running
+        out[t] = running
+    return out * decay if shift else out
+
+
+def _clip_wrong_side(ratio, advantage, eps):
+    """The clip on the wrong side for a negative advantage: rho capped at 1 + eps whatever the sign of
+    A. Right for A > 0; for A < 0 it shields a mistake the model now favours (rho > 1 + eps) and keeps
+    pushing down one already below 1 - eps, the opposite of min(rho A, clip(rho) A)."""
+    rho, A = np.asarray(ratio, float), np.asarray(advantage, float)
+    return np.minimum(rho, 1 + eps) * A
+
+
+SPECS: dict[str, FunctionExercise | NumericExercise] = {
+    "ex-ch10-weight": NumericExercise(
+        10, "rho(5) = pi_new(5) / pi_old(5) after z(5) is raised by ln 2",
+        float(importance_ratios(BOOSTED_LOGITS, LOGITS)[CORRECT]), 5e-4, _weight_mistakes()),
+    "importance_ratios": FunctionExercise(10, importance_ratios, _ratio_cases, _ratio_mistakes()),
+    "ex-ch11-negative": NumericExercise(
+        11, "L_CLIP(rho = 0.6, A = -0.5) with eps = 0.2", float(clipped_objective(**NEGATIVE_CASE)), 5e-4,
+        _negative_mistakes()),
+    "ex-ch12-by-hand": NumericExercise(
+        12, "the GAE advantage A_0 at gamma = 0.9, lambda = 0.5",
+        float(gae(EXAMPLE_REWARDS, EXAMPLE_VALUES, BY_HAND_GAMMA, BY_HAND_LAMBDA)[0]), 5e-4,
+        _by_hand_gae_mistakes()),
+    "ex-ch13-advantage": NumericExercise(
+        13, 'the advantage of "15" in the group ("5", "15", "4", "4") with partial credit',
+        # the library's formula, (r - mean) / (std + eps) with ddof 0, in numpy: group_advantages itself
+        # lives in rl4llm.grpo, which imports torch (tests/test_exercises_part3.py checks they agree)
+        float(_std_advantages(PARTIAL_CREDIT_GROUP, 0, "outside")[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
+    "group_advantages": FunctionExercise(13, lambda r: group_advantages(r), toy_and_random(_group_rewards), (
+        ("the std uses ddof=1 (the sample std, TRL's choice); the book's default is ddof=0, the population "
+         "std", lambda r: _std_advantages(r, 1, "outside")),
+        ("eps is in the wrong place: it is added to the std, (r - mean) / (std + eps), not inside the square "
+         "root", lambda r: _std_advantages(r, 0, "sqrt")),
+        ("the baseline is missing: subtract the group's mean reward before dividing by its std",
+         lambda r: np.asarray(r, float) / (np.asarray(r, float).std(axis=-1, keepdims=True) + 1e-8)),
+        ("the division by the group's std is missing (that is Dr. GRPO's r - mean, scale=False)",
+         lambda r: np.asarray(r, float) - np.asarray(r, float).mean(axis=-1, keepdims=True)),
+        ("the mean and std are taken over the whole batch, not within each group (the last axis)",
+         lambda r: (np.asarray(r, float) - np.mean(r)) / (np.std(r) + 1e-8)),
+    )),
+    "gae": FunctionExercise(12, gae, toy_and_random(_episode), (
+        ("the discounting is off by one: A_t = delta_t + gamma lambda A_{t+1}, so delta_t itself gets weight "
+         "1, not gamma lambda", lambda r, v, g, l: _gae_variant(r, v, g, l, shift=1)),
+        ("lambda is missing from the recursion: A_t = delta_t + gamma * lambda * A_{t+1}",
+         lambda r, v, g, l: _gae_variant(r, v, g, l, use_lam=False)),
+        ("gamma is missing from the recursion: A_t = delta_t + gamma * lambda * A_{t+1}",
+         lambda r, v, g, l: _gae_variant(r, v, g, l, use_gamma=False)),
+        ("gamma is missing from the TD errors: delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)",
+         _gae_no_gamma_in_delta),
+        ("the recursion runs forwards in time: A_t = delta_t + gamma * lambda * A_{t+1} folds in the steps "
+         "AFTER t, so loop from the last step back to the first", _gae_forward),
+    )),
+    "clipped_objective": FunctionExercise(11, clipped_objective, toy_and_random(_ratios_advantages), (
+        ("the clip is on the wrong side for a negative advantage: with A < 0 the bound that matters is "
+         "rho < 1 - eps (min(rho A, clip(rho) A) picks it)", _clip_wrong_side),
+        ("max instead of min: PPO keeps the pessimistic (smaller) of rho A and clip(rho) A",
+         lambda p, a, e: np.maximum(np.asarray(p) * a, np.clip(p, 1 - e, 1 + e) * np.asarray(a))),
+        ("the unclipped term is missing: the objective is min(rho A, clip(rho) A), not clip(rho) A",
+         lambda p, a, e: np.clip(p, 1 - e, 1 + e) * np.asarray(a)),
+        ("the clip is missing: rho A alone is the plain importance-weighted objective of chapter 10; PPO "
+         "takes min(rho A, clip(rho, 1 - eps, 1 + eps) A)",
+         lambda p, a, e: np.asarray(p, float) * np.asarray(a, float)),
+    )),
+}
+
+def _loss_batch(rng):
+    import torch
+    gen = np.random.default_rng(0) if rng is None else rng
+    B, T = 6, 5
+    lengths = gen.integers(1, T + 1, size=B)
+    mask = (np.arange(T)[None, :] < lengths[:, None]).astype(np.float32)
+    logp = gen.normal(-1.0, 0.3, size=(B, T)).astype(np.float32)
+    old = (logp + gen.normal(0.0, 0.3, size=(B, T))).astype(np.float32)
+    adv = gen.normal(size=B).astype(np.float32)
+    return tuple(torch.as_tensor(x) for x in (logp, old, adv, mask))
+
+
+def _grpo_loss_value(*args, **kwargs) -> float:
+    from ..grpo import grpo_loss
+    return float(grpo_loss(*args, **kwargs)[0])
+
+
+SPECS["grpo_loss"] = FunctionExercise(13, _grpo_loss_value, toy_and_random(_loss_batch), (
+    ("the sign is flipped: grpo_loss returns the NEGATED clipped objective, a loss to minimise",
+     lambda *a: -_grpo_loss_value(*a)),
+    ("the aggregation is per token over the whole batch (bnpo/dapo); loss_type 'grpo' averages each "
+     "sequence over its own tokens first, then averages the sequences", lambda *a: _grpo_loss_value(*a, loss_type="bnpo")),
+    ("the padding is counted: average over the unmasked tokens only (the mask)",
+     lambda lp, old, adv, mask: _grpo_loss_value(lp, old, adv, mask.new_ones(mask.shape))),
+))

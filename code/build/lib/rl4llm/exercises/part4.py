@@ -1,0 +1,461 @@
+"""Checked exercises of Part IV (chapters 14-16): GRPO on a real model, TRL, the summary.
+
+- Chapter 14: how many seeds a comparison needs (by hand); the safe verifier ``addition_reward``.
+- Chapter 15: ``bnpo`` on two processes (by hand); the all-reduced loss ``data_parallel_loss``.
+- Chapter 16: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
+
+Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
+CPU. The verifier's cases are strings only, each harmless even if a student's function hands it to
+``eval`` (no names that do anything, no calls, no attributes, no large powers); the check itself
+never evaluates any text: where it imitates a student who used ``eval``, it parses with ``ast`` and
+computes sums and products of number literals only.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+import numpy as np
+
+from ..distributions import softmax
+from ..gradients import policy_gradient
+from ..toy import CORRECT, LOGITS
+from ..verifier import EOS_MARKER, addition_reward
+from ._core import NOT_YET, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+
+run_exact_gradient = imported_on_call("methods", "run_exact_gradient")   # rl4llm.methods imports torch
+
+
+# ============================================================================ chapter 14
+# ---------------------------------------------------------------- ex-ch14-seeds (by hand)
+#: The spread over seeds and the difference to detect in the by-hand question.
+SEEDS_S, SEEDS_DIFFERENCE = 0.04, 0.03
+_SEEDS_BOUND = 8 * SEEDS_S ** 2 / SEEDS_DIFFERENCE ** 2          # n > 2 t^2 s^2 / d^2 with t = 2
+
+
+def seeds_by_hand(s: float, difference: float, t: float = 2.0, settings: int = 2) -> int:
+    """The smallest whole n with t s sqrt(settings / n) < difference: the by-hand count of seeds per
+    setting (``settings=2``: the standard error of a difference of two means; 1: of one mean)."""
+    return math.floor(settings * t ** 2 * s ** 2 / difference ** 2) + 1
+
+
+def _seeds_mistakes() -> tuple[tuple[float, str], ...]:
+    s, d = SEEDS_S, SEEDS_DIFFERENCE
+    return (
+        (_SEEDS_BOUND, "that is the bound 8 s^2 / d^2 itself; a number of seeds is a whole number, the "
+                       "smallest one above the bound"),
+        (seeds_by_hand(s, d, settings=1), "the factor 2 under the square root is missing: the noise floor is "
+                                          "for a DIFFERENCE of two means, each with variance s^2 / n, so its "
+                                          "standard error is s sqrt(2 / n)"),
+        (seeds_by_hand(s, d, t=1.0), "t is missing: one standard error is not a noise floor; the 5% test "
+                                     "needs about two (t close to 2)"),
+    )
+
+
+# ---------------------------------------------------------------- addition_reward (coding)
+_ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+def _prompt(a: int, b: int) -> str:
+    return f"{a:02d}+{b:02d}="                  # chapter 14's zero-padded prompts
+
+
+def _near_misses():
+    """(name, completion(a, b), operand range) for each case: right answers written several ways,
+    near misses, and garbage. Every string is harmless if passed to eval."""
+    def inner_space(s):
+        return f"{s[:1]} {s[1:]}"
+    return (
+        ("right, a one-digit operand", lambda a, b: f"{a + b}{EOS_MARKER}", (0, 10)),
+        ("right, then padding", lambda a, b: f"{a + b}{EOS_MARKER}<pad>", (10, 100)),
+        ("right, then more text", lambda a, b: f"{a + b}{EOS_MARKER}1", (10, 100)),
+        ("right, no end marker", lambda a, b: f"{a + b}", (10, 100)),
+        ("leading zero", lambda a, b: f"0{a + b}{EOS_MARKER}", (10, 100)),
+        ("surrounding spaces", lambda a, b: f" {a + b} {EOS_MARKER}", (10, 100)),
+        ("off by one", lambda a, b: f"{a + b + 1}{EOS_MARKER}", (10, 100)),
+        ("a sign", lambda a, b: f"+{a + b}{EOS_MARKER}", (10, 100)),
+        ("an inner space", lambda a, b: f"{inner_space(str(a + b))}{EOS_MARKER}", (10, 100)),
+        ("an underscore", lambda a, b: f"{str(a + b)[:1]}_{str(a + b)[1:]}{EOS_MARKER}", (10, 100)),
+        ("non-ASCII digits", lambda a, b: f"{str(a + b).translate(_ARABIC_INDIC)}{EOS_MARKER}", (10, 100)),
+        ("a decimal point", lambda a, b: f"{a + b}.0{EOS_MARKER}", (10, 100)),
+        ("an exponent", lambda a, b: f"{a + b}e0{EOS_MARKER}", (10, 100)),
+        ("the sum written out", lambda a, b: f"{a}+{b}{EOS_MARKER}", (10, 100)),
+        ("letters", lambda a, b: f"abc{EOS_MARKER}", (10, 100)),
+        ("nothing", lambda a, b: EOS_MARKER, (10, 100)),
+        ("an empty string", lambda a, b: "", (10, 100)),
+    )
+
+
+def reward_cases() -> list[tuple[str, str]]:
+    """The toy ("2+3=", "5<eos>"), then one case of each kind with seeded random operands."""
+    rng = np.random.default_rng(0)
+    cases = [("2+3=", f"5{EOS_MARKER}")]
+    for _, completion, (low, high) in _near_misses():
+        a, b = (int(x) for x in rng.integers(low, high, size=2))
+        cases.append((_prompt(a, b), completion(a, b)))
+    return cases
+
+
+def _answer(completion: str) -> str:
+    return completion.split(EOS_MARKER, 1)[0]
+
+
+def _prompt_sum(prompt: str) -> int:
+    a, b = re.fullmatch(r"([0-9]+)\+([0-9]+)=", prompt).groups()
+    return int(a) + int(b)
+
+
+def _arithmetic(text: str):
+    """What ``eval(text)`` gives when text is numbers joined by + - * (parsed with ``ast``, never run);
+    None where eval would raise or give something else (a student's try/except turns that into 0)."""
+    try:
+        tree = ast.parse(text.strip(" \t"), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+
+    def value(node):
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+            v = value(node.operand)
+            return v if isinstance(node.op, ast.UAdd) else -v
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = value(node.left), value(node.right)
+            return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+        raise LookupError
+    try:
+        return value(tree.body)
+    except LookupError:
+        return None
+
+
+def _reads_with(read, prompt_sum=_prompt_sum):
+    """A verifier that cuts at the first EOS, reads the answer with ``read`` (None: unreadable) and
+    compares it with ``prompt_sum(prompt)`` (None: unreadable), returning 0.0 on anything unreadable."""
+    def reward(prompt, completion):
+        target, got = prompt_sum(prompt), read(_answer(completion))
+        return float(target is not None and got is not None and got == target)
+    return reward
+
+
+def _int_or_none(text):
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _float_or_none(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _ascii_digits(text, strip=True):
+    text = text.strip() if strip else text
+    return int(text) if re.fullmatch(r"[0-9]+", text) else None
+
+
+def _eos_not_cut(prompt, completion):
+    """Reads the whole completion with every marker removed: '76<eos><pad>' becomes '76<pad>'."""
+    text = completion.replace(EOS_MARKER, "").strip()
+    return float(bool(re.fullmatch(r"[0-9]+", text)) and int(text) == _prompt_sum(prompt))
+
+
+def _eos_kept(prompt, completion):
+    """Demands digits only over the whole completion, end marker included."""
+    text = completion.strip()
+    return float(bool(re.fullmatch(r"[0-9]+", text)) and int(text) == _prompt_sum(prompt))
+
+
+def _strings_compared(prompt, completion):
+    """Compares digit strings without removing leading zeros: '076' is not '76'."""
+    text = _answer(completion).strip()
+    return float(bool(re.fullmatch(r"[0-9]+", text)) and text == str(_prompt_sum(prompt)))
+
+
+def _unicode_digits(text):
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+_EVAL = ("it evaluates text as code (eval): a model's output must never be run, and eval accepts '30+46', "
+         "'76.0' and '7_6' as the answer 76; read ASCII digits with a regular expression instead")
+
+
+class _VerifierExercise(FunctionExercise):
+    """``addition_reward``: a verifier that raises on some completion gets its own message first."""
+
+    def verdict(self, answer) -> str:
+        if callable(answer):
+            for prompt, completion in self.cases():
+                try:
+                    answer(prompt, completion)
+                except NotImplementedError:    # the starter's stub: the generic message says so
+                    break
+                except Exception as err:       # a student's crash is reported, never raised
+                    said = str(err)
+                    said = said if len(said) <= 80 else said[:77] + "..."
+                    return (f"{NOT_YET} your verifier raised {type(err).__name__} ({said}) on the prompt "
+                            f"{prompt!r} and the completion {completion!r}. A reward function must return "
+                            "0.0 for any text it cannot read, never raise: one crash stops a training run.")
+        return super().verdict(answer)
+
+
+_ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
+    (_EVAL, _reads_with(_arithmetic)),
+    (_EVAL + " (and eval of the prompt rejects zero-padded operands such as '07')",
+     _reads_with(_arithmetic, lambda prompt: _arithmetic(prompt[:-1]))),
+    ("int() accepts more than digits: '+76', '7_6' and non-ASCII digits such as '٧٦' all read as 76; "
+     "check that the answer is one or more ASCII digits first (re.fullmatch('[0-9]+', answer))",
+     _reads_with(_int_or_none)),
+    ("int() of the prompt's eval is the source text's verifier: eval rejects zero-padded operands such as "
+     "'07', and int() accepts '+76', '7_6' and '٧٦'; parse the prompt with a regular expression and check "
+     "that the answer is ASCII digits", _reads_with(_int_or_none, lambda prompt: _arithmetic(prompt[:-1]))),
+    ("float() accepts '76.0', '76e0', '+76', '7_6' and non-ASCII digits: the answer must be ASCII digits "
+     "only (re.fullmatch('[0-9]+', answer))", _reads_with(_float_or_none)),
+    ("str.isdigit() (like \\d in a regular expression) accepts any Unicode digit, such as '٧٦'; use "
+     "[0-9]+, which matches ASCII digits only", _reads_with(_unicode_digits)),
+    ("the completion ends at its FIRST end-of-sequence marker: '76<eos><pad>' (how chapter 14's "
+     "tokenizer decodes a finished row) and '76<eos>1' both answer 76; read "
+     f"completion.split({EOS_MARKER!r})[0]", _eos_not_cut),
+    (f"the end-of-sequence marker {EOS_MARKER!r} is not part of the answer: read the completion up to "
+     "its first marker, then check the digits", _eos_kept),
+    ("surrounding whitespace is ignored: ' 76 ' answers 76 (strip the answer before checking its "
+     "digits); inner spaces are not", _reads_with(lambda text: _ascii_digits(text, strip=False))),
+    ("leading zeros count: '076' is 76 (compare values, or strip leading zeros before comparing "
+     "strings)", _strings_compared),
+))
+
+
+# ============================================================================ chapter 15
+# ---------------------------------------------------------------- ex-ch15-split (by hand)
+#: The by-hand batch: two prompts, G = 2 completions each (one right, one wrong: advantages +1, -1),
+#: of 1, 1, 2 and 4 tokens; rows 1-2 on process 0, rows 3-4 on process 1; first inner step (rho = 1),
+#: beta = 0, so every token of row i has the per-token loss -A_i.
+SPLIT_LENGTHS, SPLIT_ADVANTAGES = (1, 1, 2, 4), (1.0, -1.0, 1.0, -1.0)
+
+
+def split_batch(lengths=SPLIT_LENGTHS, advantages=SPLIT_ADVANTAGES):
+    """(logp, old_logp, advantages, mask) of the by-hand batch, float64, with logp = old_logp."""
+    import torch
+    T = max(lengths)
+    mask = torch.tensor([[1.0 if t < n else 0.0 for t in range(T)] for n in lengths], dtype=torch.float64)
+    logp = torch.where(mask > 0, -0.5, 0.0).to(torch.float64)
+    return logp, logp.clone(), torch.tensor(advantages, dtype=torch.float64), mask
+
+
+def split_loss(loss_type: str, num_processes: int, *, combine=np.mean) -> float:
+    """The by-hand batch's loss under ``loss_type`` ("bnpo" or "grpo") on ``num_processes`` processes,
+    each holding a contiguous block of rows, with the per-process losses combined by ``combine``
+    (the all-reduce's mean). With rho = 1 every token of row i contributes -A_i, so this is numpy
+    arithmetic; tests/test_exercises_part4.py checks it against ``data_parallel_loss``, whose torch
+    the chapters before 13 never load."""
+    lengths, advantages = np.array(SPLIT_LENGTHS, float), np.array(SPLIT_ADVANTAGES)
+    losses = []
+    for rows in np.split(np.arange(len(lengths)), num_processes):
+        token_losses = -advantages[rows] * lengths[rows]              # each row's summed token losses
+        losses.append(token_losses.sum() / lengths[rows].sum() if loss_type == "bnpo"
+                      else np.mean(token_losses / lengths[rows]))
+    return float(combine(losses))
+
+
+def _split_mistakes() -> tuple[tuple[float, str], ...]:
+    bnpo = split_loss("bnpo", 2)
+    return (
+        (split_loss("bnpo", 1), "that is the one-process token mean S / N (it is also dapo's loss on two "
+                                 "processes); under bnpo each process divides by its OWN token count, "
+                                 "and the all-reduce averages the two"),
+        (split_loss("bnpo", 2, combine=np.sum),
+         "the all-reduce AVERAGES the processes' gradients: (L_0 + L_1) / 2, not their sum (a factor of P)"),
+        (split_loss("grpo", 2), "that is the grpo (per-sequence) loss: each row's own token mean, then "
+                                 "the mean over rows; bnpo averages tokens"),
+        (-bnpo, "the sign is flipped: the loss is the NEGATED objective, so each token contributes -rho A"),
+    )
+
+
+# ---------------------------------------------------------------- data_parallel_loss (coding)
+_DP_KEYWORDS = ("num_processes", "loss_type", "max_completion_length")
+
+
+def _with_keywords(function):
+    """``function`` (the library's signature: four tensors, then keyword-only settings) called with
+    positional cases (logp, old_logp, advantages, mask, num_processes, loss_type, max_completion_length);
+    the check runs functions on positional cases only."""
+    def call(*args):
+        return function(*args[:4], **dict(zip(_DP_KEYWORDS, args[4:])))
+    return call
+
+
+class _KeywordExercise(FunctionExercise):
+    """A function exercise whose function takes keyword-only settings (see :func:`_with_keywords`)."""
+
+    def verdict(self, answer) -> str:
+        return super().verdict(_with_keywords(answer) if callable(answer) else answer)
+
+
+_DP_CASE_TYPES = ("bnpo", "dapo", "grpo", "dr_grpo")
+
+
+def _dp_batch(rng, B=8, T=5):
+    """(logp, old_logp, advantages, mask, T): B rows of random lengths, ratios away from 1 so that the
+    clip binds on some tokens."""
+    import torch
+    lengths = rng.integers(1, T + 1, size=B)
+    mask = (np.arange(T)[None, :] < lengths[:, None]).astype(float)
+    logp = rng.normal(-1.0, 0.3, size=(B, T)) * mask
+    old = (logp + rng.normal(0.0, 0.3, size=(B, T))) * mask
+    adv = rng.normal(size=B)
+    return (*(torch.tensor(x, dtype=torch.float64) for x in (logp, old, adv, mask)), T)
+
+
+def _dp_cases():
+    """The toy (the by-hand batch under bnpo on 2 processes), then every loss type on 2 and on 4
+    processes, each on its own seeded random batch."""
+    rng = np.random.default_rng(0)
+    cases = [(*split_batch(), 2, "bnpo", max(SPLIT_LENGTHS))]
+    for P in (2, 4):
+        for loss_type in _DP_CASE_TYPES:
+            *batch, T = _dp_batch(rng)
+            cases.append((*batch, P, loss_type, T))
+    return cases
+
+
+def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", max_completion_length=None,
+                dapo_local=False, dapo_no_p=False, bnpo_whole=False, summed=False, grpo_tokens=False,
+                token_sequences=False):
+    """data_parallel_loss with one of the typical mistakes switched on."""
+    import torch
+
+    from ..data_parallel import shard_slices
+    from ..grpo import grpo_loss
+    if bnpo_whole and loss_type == "bnpo":
+        return grpo_loss(logp, old_logp, advantages, mask, loss_type="bnpo")[0]
+    n_total = mask.sum().clamp(min=1)
+    losses = []
+    for rows in shard_slices(mask.shape[0], num_processes):
+        local_type = {"dapo": "bnpo", "grpo": "bnpo" if grpo_tokens else "grpo"}.get(loss_type, loss_type)
+        if token_sequences and loss_type in ("bnpo", "dapo"):
+            local_type = "grpo"
+        local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], loss_type=local_type,
+                             max_completion_length=max_completion_length)
+        if loss_type == "dapo" and not (dapo_local or token_sequences):
+            n_local = mask[rows].sum().clamp(min=1)
+            local = local * n_local * (1 if dapo_no_p else num_processes) / n_total
+        losses.append(local)
+    stacked = torch.stack(losses)
+    return stacked.sum() if summed else stacked.mean()
+
+
+def _dp(**mistake):
+    return _with_keywords(lambda *a, **k: _dp_variant(*a, **k, **mistake))
+
+
+def _dp_reference():
+    from ..data_parallel import data_parallel_loss
+    return _with_keywords(data_parallel_loss)
+
+
+_DATA_PARALLEL_LOSS = _KeywordExercise(15, lambda *args: _dp_reference()(*args), _dp_cases, (
+    ("dapo's normaliser is the token count N of the WHOLE batch (gathered from every process) over P, "
+     "not the process's own count n_p: with n_p each process computes a local token mean, which is bnpo",
+     _dp(dapo_local=True)),
+    ("under bnpo each process divides by its OWN token count n_p and the all-reduce averages the "
+     "processes: (1/P) sum_p S_p / n_p, not the whole batch's token mean S / N", _dp(bnpo_whole=True)),
+    ("dapo's per-process loss is S_p / (N / P): dividing by the global count N without the factor P makes "
+     "the average P times too small", _dp(dapo_no_p=True)),
+    ("the all-reduce AVERAGES the processes' gradients: take the mean of the per-process losses, not "
+     "their sum (a factor of P)", _dp(summed=True)),
+    ("grpo averages each row over its own tokens first, then the rows (per sequence); a token mean over "
+     "the process's rows is bnpo", _dp(grpo_tokens=True)),
+    ("bnpo and dapo are token means (every token weighs the same, whatever its row's length); averaging "
+     "each row over its own tokens first, then the rows, is grpo's per-sequence aggregation",
+     _dp(token_sequences=True)),
+))
+
+
+# ============================================================================ chapter 16
+# ---------------------------------------------------------------- ex-ch16-k3 (by hand)
+#: The by-hand question: pi_theta(5) after RL, against the reference (the toy before RL), pi_ref(5) = 0.2.
+K3_PI_5 = 0.8
+
+
+def k3_of_sampled_5(pi_5: float = K3_PI_5) -> float:
+    """GRPO's k3 penalty on a sampled 5 (``k3_loss_gradient``'s value), with pi_theta the toy's pi
+    moved to pi_theta(5) = ``pi_5`` (the other answers scaled together) and pi_ref the toy's pi."""
+    from ..reuse import with_correct_mass
+    from ..toy_grpo import k3_loss_gradient
+    pi = with_correct_mass(softmax(LOGITS), CORRECT, pi_5)
+    return k3_loss_gradient(np.log(pi), LOGITS, np.array([CORRECT]))["value"]
+
+
+def _k3_mistakes() -> tuple[tuple[float, str], ...]:
+    x = math.log(softmax(LOGITS)[CORRECT] / K3_PI_5)      # ln(pi_ref / pi_theta) of the sampled 5
+    return (
+        (1 / math.exp(x) + x - 1, "the ratio is upside down: k3 uses pi_ref / pi_theta (here 0.2 / 0.8), "
+                                  "not pi_theta / pi_ref"),
+        (-x, "that is k1 = ln(pi_theta / pi_ref), the plain log-ratio; k3 = ratio - ln(ratio) - 1 with "
+             "ratio = pi_ref / pi_theta"),
+        (math.exp(x) + x - 1, "the log term's sign is flipped: k3 = ratio - ln(ratio) - 1, which is never "
+                              "negative"),
+        (math.exp(x) - math.log10(math.exp(x)) - 1, "that uses log10; the book's logs are natural (ln)"),
+    )
+
+
+# ---------------------------------------------------------------- run_exact_gradient (coding)
+def _exact_case(rng):
+    if rng is None:
+        return 30, 1.0, LOGITS, np.array([0.0, 0.0, 1.0, 0.0, 0.0])
+    K = int(rng.integers(3, 7))
+    return (int(rng.integers(3, 12)), float(rng.uniform(0.3, 2.0)), rng.normal(size=K),
+            rng.uniform(0.0, 1.0, size=K))
+
+
+def _exact_variant(steps, lr, logits, rewards, *, sign=1.0, baseline=True, start=True, track="best", sft=False):
+    z, r = np.array(logits, dtype=float), np.asarray(rewards, dtype=float)
+    best = int(np.argmax(r))
+
+    def tracked(z):
+        pi = softmax(z)
+        return pi @ r if track == "J" else pi[best]
+    curve = [tracked(z)] if start else []
+    for _ in range(steps):
+        pi = softmax(z)
+        if sft:
+            z = z - lr * (pi - np.eye(len(z))[best])
+        else:
+            z = z + sign * lr * (policy_gradient(z, r) if baseline else pi * r)
+        curve.append(tracked(z))
+    return np.array(curve)
+
+
+_RUN_EXACT_GRADIENT = FunctionExercise(16, run_exact_gradient, toy_and_random(_exact_case), (
+    ("the sign is flipped: RL ASCENDS on J, z <- z + lr grad J (descent lowers pi(best))",
+     lambda *a: _exact_variant(*a, sign=-1.0)),
+    ("the baseline is missing: grad J = pi * (r - J), not pi * r",
+     lambda *a: _exact_variant(*a, baseline=False)),
+    ("the curve must start with pi(best) before the first step: steps + 1 values",
+     lambda *a: _exact_variant(*a, start=False)),
+    ("the curve tracks J = sum pi r, which equals pi(5) only on the toy's 0/1 rewards; track pi of the "
+     "best-rewarded answer, argmax(r)", lambda *a: _exact_variant(*a, track="J")),
+    ("that is SFT on the best answer, z <- z - lr (pi - onehot(best)); the exact-gradient learner follows "
+     "grad J = pi * (r - J)", lambda *a: _exact_variant(*a, sft=True)),
+))
+
+
+SPECS: dict[str, FunctionExercise | NumericExercise] = {
+    "ex-ch14-seeds": NumericExercise(
+        14, f"the number of seeds per setting (t = 2, s = {SEEDS_S}, difference {SEEDS_DIFFERENCE})",
+        float(seeds_by_hand(SEEDS_S, SEEDS_DIFFERENCE)), 0.3, _seeds_mistakes()),
+    "addition_reward": _ADDITION_REWARD,
+    "ex-ch15-split": NumericExercise(
+        15, "the bnpo loss that two data-parallel processes follow", split_loss("bnpo", 2), 5e-4,
+        _split_mistakes()),
+    "data_parallel_loss": _DATA_PARALLEL_LOSS,
+    "ex-ch16-k3": NumericExercise(
+        16, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
+        _k3_mistakes()),
+    "run_exact_gradient": _RUN_EXACT_GRADIENT,
+}

@@ -1,0 +1,227 @@
+"""Every method of the book on the toy, one call each (chapter 16).
+
+Each ``run_*`` function trains the five-answer toy from pi(5) = 0.2 and returns its
+learning curve: pi(5) before every step and after the last (length ``steps + 1``). They
+are thin loops over the functions the earlier chapters built, so each one reads like its
+skeleton in chapter 16:
+
+=====================  =====================================================  =======
+method                 one step                                               chapter
+=====================  =====================================================  =======
+SFT                    z <- z - lr (pi - onehot(5))  (``sft_step``)           4
+REINFORCE              z <- z + lr (1/G) sum_i r_i score(y_i)                 7
+                       (``gradient_samples``)
+REINFORCE + baseline   z <- z + lr (1/G) sum_i (r_i - rbar) score(y_i)        8, 9
+                       (``on_policy_loop``)
+TRPO                   one KL-constrained natural step (``trust_region_step``)  11
+PPO                    K clipped steps on one batch, A = r - V                11, 12
+                       (``ppo_inner_steps``)
+GRPO                   K clipped steps, group-relative A (``grpo_toy_run``)   13
+=====================  =====================================================  =======
+
+TRPO and PPO need a critic V(prompt). The toy can afford the ideal one, the exact
+expected reward J(pi_old) = sum_y pi_old(y) r(y) (chapter 12: for a one-step task V is
+the prompt's success probability); GRPO replaces it by the group's mean reward.
+
+``run_exact_gradient`` is the reference none of them can afford at scale: ascent along
+the exact gradient of J, which REINFORCE follows on average.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import index_in_range, integer_at_least, logits_array, positive_real
+from .distributions import softmax
+from .estimators import gradient_samples, sample_groups
+from .gradients import expected_reward, policy_gradient, sft_step
+from .onpolicy import on_policy_loop
+from .reuse import clipped_surrogate_gradient, ppo_inner_steps, trust_region_step
+from .toy import CORRECT, LOGITS, REWARDS
+from .toy_grpo import grpo_toy_run, run_over_seeds
+
+
+def _logits(logits) -> np.ndarray:
+    z = logits_array(logits, "logits")
+    if z.ndim != 1:
+        raise ValueError(f"logits must be a 1-D vector of logits, got shape {z.shape}")
+    return z.copy()
+
+
+def _start(logits, rewards, steps) -> tuple[np.ndarray, np.ndarray, int]:
+    z = _logits(logits)
+    r = logits_array(rewards, "rewards")
+    if r.shape != z.shape:
+        raise ValueError(f"rewards must have one entry per answer (shape {z.shape}), "
+                         f"got shape {r.shape}")
+    return z, r, integer_at_least(steps, "steps", 1)
+
+
+def _best(r: np.ndarray) -> int:
+    return int(np.argmax(r))
+
+
+def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
+            target: int = CORRECT) -> np.ndarray:
+    """SFT on the label: ``steps`` descents on -ln pi(target),
+    z <- z - lr (pi - onehot(target)) (chapter 4).
+
+    Samples nothing and needs no reward: the label says which answer to imitate.
+    Deterministic.
+    """
+    z = _logits(logits)
+    steps = integer_at_least(steps, "steps", 1)
+    target = index_in_range(target, "target", z.size)
+    lr = positive_real(lr, "lr")
+    curve = [softmax(z)[target]]
+    for _ in range(steps):
+        z = sft_step(z, target, lr)
+        curve.append(softmax(z)[target])
+    return np.array(curve)
+
+
+def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
+                       rewards=REWARDS) -> np.ndarray:
+    """Ascent along the exact gradient, z <- z + lr pi * (r - J) (chapters 7, 16).
+
+    No sampling: ``policy_gradient`` is grad J itself, the mean of REINFORCE's estimate.
+    So this is roughly the path REINFORCE follows on average (up to the noise and the
+    curvature of the softmax), and at ``lr`` (1 - 1/G) roughly that of the group-mean
+    baseline loop (chapter 9: its estimate has mean (1 - 1/G) grad J). Deterministic.
+    """
+    z, r, steps = _start(logits, rewards, steps)
+    lr = positive_real(lr, "lr")
+    best = _best(r)
+    curve = [softmax(z)[best]]
+    for _ in range(steps):
+        z = z + lr * policy_gradient(z, r)
+        curve.append(softmax(z)[best])
+    return np.array(curve)
+
+
+def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
+                  logits=LOGITS, rewards=REWARDS) -> np.ndarray:
+    """REINFORCE without a baseline (chapter 7):
+    z <- z + lr (1/G) sum_i r(y_i) score(y_i), y_i ~ pi.
+
+    Each step's G single-sample estimates come from ``gradient_samples`` (baseline 0),
+    seeded from ``np.random.default_rng(seed)``; the group is used once and thrown away.
+    """
+    z, r, steps = _start(logits, rewards, steps)
+    G = integer_at_least(G, "G", 1)
+    lr = positive_real(lr, "lr")
+    seed = integer_at_least(seed, "seed", 0)
+    rng = np.random.default_rng(seed)
+    best = _best(r)
+    curve = [softmax(z)[best]]
+    for _ in range(steps):
+        step_seed = int(rng.integers(2**31))
+        estimates = gradient_samples(z, r, G, step_seed, baseline=0.0)
+        z = z + lr * estimates.mean(axis=0)
+        curve.append(softmax(z)[best])
+    return np.array(curve)
+
+
+def run_reinforce_baseline(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
+                           logits=LOGITS, rewards=REWARDS) -> np.ndarray:
+    """REINFORCE with the group-mean baseline, chapter 9's ``on_policy_loop`` (ch. 8-9).
+
+    z <- z + lr (1/G) sum_i (r_i - rbar) score(y_i): wrong answers in a group with a
+    right one are pushed down, and a group whose rewards are all equal changes nothing.
+    """
+    z, r, steps = _start(logits, rewards, steps)
+    G = integer_at_least(G, "G", 2)
+    lr = positive_real(lr, "lr")
+    seed = integer_at_least(seed, "seed", 0)
+    return on_policy_loop(z, r, G, lr, steps, seed)["pi_correct"]
+
+
+def _critic_advantages(z: np.ndarray, r: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """A_i = r(y_i) - V, ideal critic V = J(pi_old), exact on the toy (chapter 12)."""
+    return r[ys] - expected_reward(z, r)
+
+
+def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
+             logits=LOGITS, rewards=REWARDS) -> np.ndarray:
+    """TRPO: one KL-constrained natural-gradient step per batch (chapter 11).
+
+    Each step: y_i ~ pi_old (G of them), A_i = r(y_i) - V (ideal critic); g = gradient
+    of the surrogate (1/G) sum_i rho_i A_i at z_old, where every rho = 1, so the clip
+    never binds and ``clipped_surrogate_gradient`` is exactly
+    (1/G) sum_i A_i score(y_i); then ``trust_region_step`` solves F s = g
+    (F = diag(pi) - pi pi^T) and backtracks until KL(pi_old || pi_new) <= delta.
+    """
+    z, r, steps = _start(logits, rewards, steps)
+    G = integer_at_least(G, "G", 1)
+    delta = positive_real(delta, "delta")
+    seed = integer_at_least(seed, "seed", 0)
+    rng = np.random.default_rng(seed)
+    best = _best(r)
+    curve = [softmax(z)[best]]
+    for _ in range(steps):
+        ys = sample_groups(softmax(z), G, 1, rng)[0]
+        A = _critic_advantages(z, r, ys)
+        gradient = clipped_surrogate_gradient(z, z, ys, A, 0.2)
+        z = trust_region_step(z, gradient, delta)["logits"]
+        curve.append(softmax(z)[best])
+    return np.array(curve)
+
+
+def run_ppo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0, eps: float = 0.2,
+            seed: int = 0, logits=LOGITS, rewards=REWARDS) -> np.ndarray:
+    """PPO: K clipped gradient steps per batch, advantages from the critic (chapter 11).
+
+    Each step: y_i ~ pi_old (G of them), A_i = r(y_i) - V (ideal critic), then
+    ``ppo_inner_steps``: K ascents on
+    (1/G) sum_i min(rho_i A_i, clip(rho_i, 1 - eps, 1 + eps) A_i).
+    """
+    z, r, steps = _start(logits, rewards, steps)
+    G = integer_at_least(G, "G", 1)
+    seed = integer_at_least(seed, "seed", 0)
+    rng = np.random.default_rng(seed)
+    best = _best(r)
+    curve = [softmax(z)[best]]
+    for _ in range(steps):
+        ys = sample_groups(softmax(z), G, 1, rng)[0]
+        A = _critic_advantages(z, r, ys)
+        z = ppo_inner_steps(z, ys, A, eps, lr, K)["logits"][-1]
+        curve.append(softmax(z)[best])
+    return np.array(curve)
+
+
+def run_grpo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0,
+             eps_low: float = 0.2, seed: int = 0, logits=LOGITS, rewards=REWARDS,
+             **options) -> np.ndarray:
+    """GRPO: K clipped steps per group, advantages from the group itself (chapter 13).
+
+    ``grpo_toy_run``'s pi(5) curve; ``options`` (scale, ddof, beta, entropy_coef,
+    eps_high, ...) are passed through.
+    """
+    run = grpo_toy_run(G=G, steps=steps, K=K, lr=lr, eps_low=eps_low, seed=seed,
+                       logits=logits, rewards=rewards, **options)
+    return run["pi_correct"]
+
+
+#: The six methods of chapter 16, in the book's order: name -> one-call runner.
+METHODS = {
+    "SFT": run_sft,
+    "REINFORCE": run_reinforce,
+    "REINFORCE + baseline": run_reinforce_baseline,
+    "TRPO": run_trpo,
+    "PPO": run_ppo,
+    "GRPO": run_grpo,
+}
+
+
+def method_curves(steps: int = 30, seeds=range(8)) -> dict[str, np.ndarray]:
+    """Every method's pi(5) curve with its default settings (chapter 16).
+
+    name -> array (n_runs, steps + 1): one row per seed for the sampling methods
+    (``run_over_seeds``), a single row for SFT, which samples nothing and is
+    deterministic.
+    """
+    steps = integer_at_least(steps, "steps", 1)
+    curves = {"SFT": run_sft(steps=steps)[None, :]}
+    for name, run in METHODS.items():
+        if name != "SFT":
+            curves[name] = run_over_seeds(run, seeds, steps=steps)
+    return curves

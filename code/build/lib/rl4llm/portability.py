@@ -1,0 +1,34 @@
+"""What holds on every machine, and how to try another one (chapter 14).
+
+Long torch training runs do not give the same digits on every CPU: the kernels torch picks for the
+instruction set (AVX-512, AVX2, none) sum in different orders, sampled tokens start to differ, and
+the trajectories part. Chapter 14 therefore prints its training digits for the reader (nbval does
+not compare that cell) and, in the next cell, statements about them that hold on every machine,
+which nbval checks strictly: a line ``claim: True`` that prints ``False`` elsewhere fails the test.
+Torch's ``ATEN_CPU_CAPABILITY`` variable forces the kernels of a lesser instruction set, which is
+how the tests and ``benchmarks/ch14_machine_spread.py`` emulate other CPUs on one machine.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def print_claims(claims: dict[str, bool]) -> None:
+    """Print each claim and whether it holds, one line each: ``"<claim>: True"``."""
+    for claim, holds in claims.items():
+        if not isinstance(claim, str) or not claim:
+            raise ValueError(f"claims must map non-empty strings to booleans, got key {claim!r}")
+        print(f"{claim}: {bool(holds)}")
+
+
+def capability_under(aten_cpu_capability: str | None) -> str:
+    """The CPU capability torch dispatches to in a fresh process with ``ATEN_CPU_CAPABILITY`` set to
+    the given value (``None``: unset, the CPU's native one), e.g. ``"AVX2"``; torch falls back to a
+    lesser one when the CPU lacks the instructions asked for."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if aten_cpu_capability is not None:
+        env["ATEN_CPU_CAPABILITY"] = aten_cpu_capability
+    return subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()

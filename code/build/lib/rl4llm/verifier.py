@@ -1,0 +1,50 @@
+"""A safe verifier for addition prompts (chapter 5; the reward of chapter 14).
+
+The source text scores a completion by calling ``int`` on it and Python's ``eval`` on the prompt
+without its ``=``. That is unsafe (``eval`` runs whatever the prompt holds) and fragile (``int`` raises on garbage, and accepts
+``"+5"``, ``" 5 "``, ``"5_0"`` and non-ASCII digits such as ``"٥"``). This verifier parses both sides
+as plain ASCII digit strings and compares them as strings, so it never runs text as code, never
+raises on any completion and takes time linear in the completion's length.
+"""
+from __future__ import annotations
+
+import re
+
+#: The text marker that ends a completion (the tokenizer of chapter 14 decodes EOS to it).
+EOS_MARKER = "<eos>"
+#: Longest operand a prompt may hold, in digits (bounds the work done on a prompt).
+MAX_OPERAND_DIGITS = 1000
+
+_PROMPT = re.compile(r"([0-9]+)\+([0-9]+)=")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def parse_addition_prompt(prompt: str) -> tuple[int, int]:
+    """The operands (a, b) of a prompt ``"a+b="`` (ASCII digits, possibly zero-padded)."""
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string of the form 'a+b=', got {type(prompt).__name__}")
+    match = _PROMPT.fullmatch(prompt)
+    if match is None or max(len(match.group(1)), len(match.group(2))) > MAX_OPERAND_DIGITS:
+        raise ValueError(f"prompt must look like 'a+b=' with 1 to {MAX_OPERAND_DIGITS} ASCII digits per "
+                         f"operand, got {prompt[:40]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def addition_reward(prompt: str, completion) -> float:
+    """r = 1.0 if the completion is the sum asked by the prompt, else 0.0 (chapter 5).
+
+    The completion is read up to the first ``EOS_MARKER``, surrounding whitespace
+    ignored, and must then be one or more ASCII digits whose value is a + b. Leading
+    zeros count (``"05"`` is 5); a sign, decimal point, exponent, inner space or
+    non-ASCII digit does not. The comparison is on digit strings (leading zeros
+    stripped), never ``int()`` of the completion and never ``eval``, so a million
+    digits cost one linear scan and nothing raises.
+    """
+    a, b = parse_addition_prompt(prompt)
+    if not isinstance(completion, str):
+        return 0.0
+    end = completion.find(EOS_MARKER)
+    answer = (completion if end < 0 else completion[:end]).strip()
+    if not _DIGITS.fullmatch(answer):
+        return 0.0
+    return 1.0 if (answer.lstrip("0") or "0") == str(a + b) else 0.0

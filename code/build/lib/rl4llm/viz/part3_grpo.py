@@ -1,0 +1,214 @@
+"""Figures and tables for chapter 13 (GRPO on the toy) and chapter 16 (every method in one place)."""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.colors import to_rgb
+
+from ..statistics import noise_floor
+from ..toy_grpo import grpo_slider_run
+from .inplace import kept, relayout
+from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
+
+
+def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: float = 0.0) -> None:
+    """Chapter 13's slider figure: one short seeded GRPO run (``grpo_slider_run``).
+
+    Left: pi(5) per step. Right: the diagnostics practitioners watch: entropy, KL(pi || pi_ref)
+    and the clip fraction of the last inner step (the first inner step has rho = 1, so its clip
+    fraction is always 0 and an average over the K inner steps would halve the signal at K = 2).
+    """
+    run = grpo_slider_run(G=G, eps=eps, lr=lr, beta=beta)
+    steps = np.arange(run["pi_correct"].size)
+    left, pi, entropy, kl, clip = kept(fig, _grpo_run_axes)
+    pi.set_data(steps, run["pi_correct"])
+    entropy.set_data(steps, run["entropy"])
+    kl.set_data(steps, run["kl_ref"])
+    clip.set_data(steps[1:], run["inner_clip_fraction"][:, -1])
+    left.set_title(f"G={G}, ε={eps:g}, lr={lr:g}, β={beta:g}: π(5) → {run['pi_correct'][-1]:.2f}", fontsize=10)
+    relayout(fig)
+
+
+def _grpo_run_axes(fig):
+    """Chapter 13's panels, empty until ``draw_grpo_run`` sets their lines: pi(5) per step (left), the
+    diagnostics (right)."""
+    left, right = fig.subplots(1, 2)
+    pi, = left.plot([], [], color=CORRECT_COLOR, linewidth=2)
+    left.set_ylim(0, 1.02)
+    left.set_xlabel("GRPO step (one group each)")
+    left.set_ylabel("π(5)")
+    entropy, = right.plot([], [], label="entropy H(π) (nats)", color=PALETTE["blue"])
+    kl, = right.plot([], [], label="KL(π ‖ π_ref) (nats)", color=PALETTE["vermillion"])
+    clip, = right.plot([], [], label="clip fraction, last inner step", color=PALETTE["black"], linestyle="--")
+    right.set_ylim(0, 2.6)
+    right.set_xlabel("GRPO step")
+    right.set_ylabel("nats / fraction")
+    right.set_title("diagnostics", fontsize=10)
+    right.legend(fontsize=8, loc="upper right")
+    return left, pi, entropy, kl, clip
+
+
+def sweep_summary(name: str, values) -> str:
+    """A Markdown table of ``grpo_slider_run`` over one slider's values: the numbers behind its
+    kernel-free animation (chapter 13).
+
+    One column per value of the slider ``name`` (``"G"``, ``"eps"``, ``"lr"`` or ``"beta"``), the
+    others at their defaults; rows: pi(5) after 3 steps and at the end of the run, KL(pi || pi_ref)
+    at the end, the mean clip fraction of the last inner step, and the number of flat groups.
+    """
+    if name not in ("G", "eps", "lr", "beta"):
+        raise ValueError(f"name must be one of 'G', 'eps', 'lr', 'beta', got {name!r}")
+    values = list(values)
+    if not values:
+        raise ValueError("values must hold at least one slider value")
+    runs = [grpo_slider_run(**{name: v}) for v in values]
+    last = runs[0]["pi_correct"].size - 1
+    rows = {
+        "π(5) after 3 steps": [f"{r['pi_correct'][3]:.2f}" for r in runs],
+        f"π(5) after {last} steps": [f"{r['pi_correct'][-1]:.2f}" for r in runs],
+        f"KL(π ‖ π_ref) after {last} steps": [f"{r['kl_ref'][-1]:.2f}" for r in runs],
+        "clip fraction, last inner step (mean)": [f"{r['inner_clip_fraction'][:, -1].mean():.2f}" for r in runs],
+        "flat groups (no signal)": [f"{int(r['zero_std'].sum())}" for r in runs],
+    }
+    lines = [f"| {name} | " + " | ".join(f"{v:g}" for v in values) + " |",
+             "|---" * (len(values) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows.items()]
+    return "\n".join(lines) + "\n"
+
+
+def draw_per_token_ratios(fig, result: dict, answers, eps_low: float = 0.2) -> None:
+    """Per-token ratios of the "5"/"05" toy after each inner step (``two_step_inner_steps``).
+
+    One panel per inner step k >= 1: a cell per token (rows: answers, columns: token positions),
+    coloured by rho - 1, printed with its value; a thick black frame where the clip binds.
+    """
+    ratios, clipped, mask = result["ratios"], result["clipped"], result["mask"]
+    n = ratios.shape[0] - 1
+    axes = np.atleast_1d(fig.subplots(1, n, sharey=True))
+    for k, ax in enumerate(axes, start=1):
+        shown = np.where(mask > 0, ratios[k] - 1.0, np.nan)
+        ax.imshow(shown, cmap="PuOr_r", vmin=-0.35, vmax=0.35, aspect="auto")
+        for i, tokens in enumerate(result["tokens"]):
+            for t, token in enumerate(tokens):
+                frame = "black" if clipped[k, i, t] else "none"
+                ax.text(t, i, f"{token}\n{ratios[k, i, t]:.3f}", ha="center", va="center", fontsize=7.5,
+                        bbox={"edgecolor": frame, "facecolor": "none", "linewidth": 2, "pad": 1.5})
+        ax.set_xticks(range(mask.shape[1]), [f"t={t + 1}" for t in range(mask.shape[1])])
+        ax.set_title(f"after inner step {k}\nclip fraction {result['clip_fraction'][k]:.2f}", fontsize=9)
+        ax.grid(False)
+    labels = [f"{a} (A={A:+.2f})" for a, A in zip(answers, result["advantages"])]
+    axes[0].set_yticks(range(len(labels)), labels)
+    for tick, r in zip(axes[0].get_yticklabels(), result["rewards"]):
+        tick.set_color(CORRECT_COLOR if r > 0 else "black")
+    fig.suptitle(f"per-token ratio ρ_t; framed: the clip binds (band [{1 - eps_low:.1f}, {1 + eps_low:.1f}])",
+                 fontsize=10)
+    fig.tight_layout()
+
+
+def draw_aggregation(fig, weights: dict, labels, lengths) -> None:
+    """Per-token weight w_i = -d loss / d logp_it that each loss_type gives each answer (chapter 13).
+
+    ``weights``: loss_type -> ``aggregation_weights`` result.
+    """
+    ax = fig.add_subplot(1, 1, 1)
+    x = np.arange(len(labels))
+    width = 0.8 / len(weights)
+    for j, (loss_type, res) in enumerate(weights.items()):
+        ax.bar(x + (j - (len(weights) - 1) / 2) * width, res["per_token"], width, label=loss_type,
+               color=LINE_COLORS[j], edgecolor="black", linewidth=0.5)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, [f"{lab}\n{n} tokens" for lab, n in zip(labels, lengths)])
+    ax.set_ylabel("weight on each token's ∇ log π")
+    ax.set_title("'grpo' pushes long answers' tokens less, right or wrong", fontsize=11)
+    ax.legend(title="loss_type", fontsize=9)
+    fig.tight_layout()
+
+
+def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
+    steps = np.arange(curves.shape[1])
+    ax.plot(steps, curves.mean(axis=0), color=color, label=label, linestyle=linestyle, linewidth=2)
+    if curves.shape[0] > 1:
+        low, high = np.quantile(curves, [0.1, 0.9], axis=0)
+        ax.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
+
+
+def draw_entropy_collapse(fig, runs: dict) -> None:
+    """Entropy and pi(5) over training: every seed as a thin line, their mean as a thick one.
+
+    ``runs``: label -> ``run_over_seeds(grpo_toy_run, ...)`` result (chapter 13). Each seed is
+    drawn because such runs can be bimodal (some seeds escape a stuck start, others never do), and
+    a mean or a band would then sit where no run is.
+    """
+    left, right = fig.subplots(1, 2, sharex=True)
+    for j, (label, run) in enumerate(runs.items()):
+        for ax, key in ((left, "entropy"), (right, "pi_correct")):
+            curves = run[key]
+            steps = np.arange(curves.shape[1])
+            light = tuple(0.5 * np.array(to_rgb(LINE_COLORS[j])) + 0.5)   # no alpha: a small PNG
+            ax.plot(steps, curves.T, color=light, linewidth=0.8, antialiased=False)
+            ax.plot(steps, curves.mean(axis=0), color=LINE_COLORS[j], linewidth=2.2,
+                    label=f"{label} (mean of {curves.shape[0]})")
+    left.set_xlabel("GRPO step")
+    left.set_ylabel("entropy H(π) (nats)")
+    left.set_title("entropy over training", fontsize=10)
+    right.set_xlabel("GRPO step")
+    right.set_ylabel("π(5)")
+    right.set_ylim(0, 1.02)
+    right.set_title("π(5) over training (thin: one seed each)", fontsize=10)
+    right.legend(fontsize=7.5)
+    fig.tight_layout()
+
+
+def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
+    """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapter 13).
+
+    ``results``: row label -> 1-D array with one result per seed. Each row shows the mean, the
+    standard deviation over seeds (ddof 1: the spread of runs, not the uncertainty of the mean),
+    the min and the max. ``versus``: row label -> the label of the row it is compared with; such a
+    row also shows the difference of means, the noise floor t * sqrt(s_a^2/n_a + s_b^2/n_b)
+    (Welch, 5%, ``rl4llm.statistics.noise_floor``) and the verdict: "real" if the difference
+    exceeds the floor, else "within noise".
+    """
+    if not isinstance(results, dict) or not results:
+        raise ValueError("results must be a non-empty dict: row label -> per-seed results")
+    versus = {} if versus is None else dict(versus)
+    for label, other in versus.items():
+        if label not in results or other not in results:
+            raise ValueError(f"versus must map row labels of results to row labels, got {label!r} -> {other!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
+    rows = {}
+    for label, values in results.items():
+        x = np.asarray(values, dtype=float)
+        if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
+            raise ValueError(f"results[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
+        rows[label] = x
+    f = f"{{:.{digits}f}}"
+    lines = ["| setting | seeds | mean | sd over seeds | min | max | compared with | difference "
+             "| noise floor | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, x in rows.items():
+        cells = [label, str(x.size), f.format(x.mean()), f.format(x.std(ddof=1)), f.format(x.min()),
+                 f.format(x.max())]
+        if label in versus:
+            y = rows[versus[label]]
+            difference, floor = x.mean() - y.mean(), noise_floor(x, y)
+            cells += [versus[label], f"{difference:+.{digits}f}", f.format(floor),
+                      "real" if abs(difference) > floor else "within noise"]
+        else:
+            cells += ["", "", "", ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_method_curves(fig, curves: dict) -> None:
+    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 16)."""
+    ax = fig.add_subplot(1, 1, 1)
+    styles = ["-", "--", "-", "-.", "-", "-"]
+    for j, (name, c) in enumerate(curves.items()):
+        color = CORRECT_COLOR if name == "GRPO" else LINE_COLORS[j % len(LINE_COLORS)]
+        _band(ax, c, color, f"{name} ({c.shape[0]} run{'s' if c.shape[0] > 1 else ''})", styles[j % len(styles)])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("update step (each RL step samples one group of 8)")
+    ax.set_ylabel("π(5)")
+    ax.set_title("every method raises π(5) on the toy", fontsize=11)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
