@@ -107,8 +107,9 @@ def _prompt_sum(prompt: str) -> int:
 
 
 def _arithmetic(text: str):
-    """What ``eval(text)`` gives when text is numbers joined by + - * (parsed with ``ast``, never run);
-    None where eval would raise or give something else (a student's try/except turns that into 0)."""
+    """The value a student's eval-based verifier would get when text is numbers joined by + - *,
+    computed from the parse tree by ``ast`` (nothing is ever run); None where that verifier would
+    raise or get something else (a student's try/except turns that into 0)."""
     try:
         tree = ast.parse(text.strip(" \t"), mode="eval")
     except (SyntaxError, ValueError):
