@@ -170,6 +170,15 @@ def toy_and_random(make: Callable[[np.random.Generator | None], tuple], n_random
     return cases
 
 
+def logits_and_token(rng: np.random.Generator | None) -> tuple:
+    """A case for a (logits, token) function: the toy's logits and its correct answer, or random ones."""
+    if rng is None:
+        from ..toy import CORRECT, LOGITS
+        return LOGITS, CORRECT
+    K = int(rng.integers(3, 7))
+    return rng.normal(size=K), int(rng.integers(K))
+
+
 def _as_array(out) -> np.ndarray:
     out = out[0] if isinstance(out, tuple) else out          # grpo_loss returns (loss, stats)
     out = out.detach() if hasattr(out, "detach") else out

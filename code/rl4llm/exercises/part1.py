@@ -15,7 +15,7 @@ from ..distributions import cross_entropy, decode_probs, entropy, kl_divergence,
 from ..gradients import sft_gradient
 from ..toy import CORRECT, LOGITS
 from ..two_strings import two_spellings
-from ._core import FunctionExercise, NumericExercise, toy_and_random
+from ._core import FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 _PI = softmax(LOGITS)
 _LN2 = math.log(2.0)
@@ -215,13 +215,6 @@ def _talkative_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ----------------------------------------------------------------------------- chapter 4: sft_gradient
-def _logits_token(rng):
-    if rng is None:
-        return LOGITS, 2
-    K = int(rng.integers(3, 7))
-    return rng.normal(size=K), int(rng.integers(K))
-
-
 _NOISY = np.array([0.0, 0.5, 0.5, 0.0, 0.0])      # half the labels say 4, half say 5
 
 
@@ -330,7 +323,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "sequence_probability": FunctionExercise(3, sequence_probability, toy_and_random(_steps), _SEQUENCE_MISTAKES),
     "ex-ch04-noisy-labels": NumericExercise(4, "CE(p, π) for the labels p = (0, 0.5, 0.5, 0, 0)",
                                             cross_entropy(_NOISY, _PI), 5e-4, _noisy_label_mistakes()),
-    "sft_gradient": FunctionExercise(4, sft_gradient, toy_and_random(_logits_token), _SFT_GRADIENT_MISTAKES),
+    "sft_gradient": FunctionExercise(4, sft_gradient, toy_and_random(logits_and_token), _SFT_GRADIENT_MISTAKES),
     "ex-ch05-forward-kl": NumericExercise(5, "the forward KL(p || π) that SFT minimises, in nats",
                                           kl_divergence(_DATA, _PI), 5e-4, _forward_kl_mistakes()),
     "kl_divergence": FunctionExercise(5, kl_divergence, _kl_cases, _KL_MISTAKES),

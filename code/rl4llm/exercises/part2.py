@@ -10,14 +10,7 @@ from ..estimators import (estimator_variance, group_mean_baseline_gradient, jhat
                           leave_one_out_gradient, optimal_baseline, sample_groups)
 from ..gradients import expected_reward, policy_gradient, score
 from ..toy import LOGITS, REWARDS, VOCAB
-from ._core import FunctionExercise, NumericExercise, toy_and_random
-
-
-def _logits_token(rng):
-    if rng is None:
-        return LOGITS, 2
-    K = int(rng.integers(3, 7))
-    return rng.normal(size=K), int(rng.integers(K))
+from ._core import FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 
 def _logits_rewards(rng):
@@ -49,7 +42,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch07-partial-credit": NumericExercise(
         7, "dJ/dz(15) under the lenient verifier", float(policy_gradient(LOGITS, PARTIAL_CREDIT)[_FIFTEEN]),
         5e-4, _partial_credit_mistakes()),
-    "score": FunctionExercise(7, score, toy_and_random(_logits_token), (
+    "score": FunctionExercise(7, score, toy_and_random(logits_and_token), (
         ("the sign is flipped: grad ln pi(y) is onehot(y) - pi (pi - onehot(y) is the SFT loss's gradient)",
          lambda z, y: -score(z, y)),
         ("the -pi term is missing: softmax couples every logit, so grad ln pi(y) = onehot(y) - pi",
