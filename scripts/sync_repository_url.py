@@ -36,8 +36,8 @@ def repository() -> tuple[str, str]:
 
 
 def pins(*names: str) -> list[str]:
-    """``name==version`` of each package, as requirements-book.txt pins it."""
-    lines = (ROOT / "requirements-book.txt").read_text().splitlines()
+    """``name==version`` of each package, as requirements.lock pins it."""
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
     return [next(line.strip() for line in lines if line.startswith(f"{name}==")) for name in names]
 
 

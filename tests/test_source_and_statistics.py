@@ -17,7 +17,15 @@ def test_source_folds_input_checks_and_keeps_the_formula():
     assert "raise ValueError" not in text and FOLDED in text
     assert FOLDED + "\n    " + FOLDED not in text          # a run of checks is one comment
     compile(source_without_checks(gae), "gae", "exec")      # still valid Python
-    assert show_source(softmax).data == source_without_checks(softmax)
+    listing = show_source(softmax)._repr_markdown_()
+    assert listing == "```python\n" + source_without_checks(softmax).rstrip() + "\n```\n"
+    assert "<" not in listing.split("\n", 1)[0]                 # a fence, not a highlighter's HTML
+
+
+def test_a_listing_holding_backticks_gets_a_longer_fence():
+    from rl4llm.viz.source import show_code
+    assert show_code("x = '```'", "python")._repr_markdown_() == "````python\nx = '```'\n````\n"
+    assert repr(show_code("a: 1\n", "yaml")) == "a: 1\n"
 
 
 @pytest.mark.parametrize("p, dof, expected", [(0.975, 1, 12.7062), (0.975, 4, 2.7764), (0.975, 10, 2.2281),

@@ -1,15 +1,19 @@
 """Library code shown as code in the book: highlighted, formula (docstring) first, input checks out
 of the way.
 
-Chapters show the library function that computes what they derive. ``show_source(f)`` returns an
-``IPython.display.Code`` of ``f``'s source (rendered with syntax highlighting in Jupyter and in the
-built book) in which the input validation is folded into one comment line: every statement that
+Chapters show the library function that computes what they derive. ``show_source(f)`` displays
+``f``'s source, in which the input validation is folded into one comment line: every statement that
 calls a helper of :mod:`rl4llm._checks`, and every ``if ...: raise ValueError(...)`` guard.
+
+What a cell stores is the source itself, as a Markdown code fence (``text/markdown``), never a
+highlighter's HTML: Jupyter and the book highlight the fence when they display it, so the stored
+output (which nbval compares) is the same whatever Pygments version is installed (issue 17).
 """
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 
 from .. import _checks
@@ -54,10 +58,29 @@ def source_without_checks(obj) -> str:
     return "\n".join(out) + "\n"
 
 
-def show_source(obj):
-    """``IPython.display.Code`` of :func:`source_without_checks` (Python highlighting)."""
-    from IPython.display import Code
-    return Code(source_without_checks(obj), language="python")
+class Listing:
+    """Code to display: a Markdown fence of ``text`` in ``language`` (``text/markdown``), and the text
+    itself as the plain-text form. Highlighting happens where it is shown, not in the stored output."""
+
+    def __init__(self, text: str, language: str):
+        self.text, self.language = text, language
+
+    def _repr_markdown_(self) -> str:
+        fence = "`" * max([3] + [len(run) + 1 for run in re.findall("`+", self.text)])
+        return f"{fence}{self.language}\n{self.text.rstrip()}\n{fence}\n"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def show_code(text: str, language: str) -> Listing:
+    """A file's or a string's text shown as code (a chapter shows a config file with it)."""
+    return Listing(text, language)
+
+
+def show_source(obj) -> Listing:
+    """:func:`source_without_checks` of ``obj`` shown as Python code."""
+    return Listing(source_without_checks(obj), "python")
 
 
 def _check_statements(tree: ast.AST) -> list[ast.stmt]:
