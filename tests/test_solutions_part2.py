@@ -258,20 +258,23 @@ def test_ch09_learning_rate_one_figure_each():
 
 @pytest.fixture(scope="module")
 def redrawn():
-    return {lr: repeated_band(8, lr, steps=10, n_repeats=30, n_seeds=100) for lr in (0.5, 1.0, 2.0, 4.0)}
+    """The chapter's table: setting k (lr = 0.5, 1, 2, 4 are k = 0..3) redrawn with seeds 100 k to 100 k + 29."""
+    return {lr: repeated_band(8, lr, steps=10, n_repeats=30, n_seeds=100, seed=100 * k)
+            for k, lr in enumerate((0.5, 1.0, 2.0, 4.0))}
 
 
 def test_ch09_learning_rate_over_30_figures(redrawn):
-    assert max(round(r["median"][:, 10].std(ddof=1), 3) for r in redrawn.values()) == 0.006
+    assert max(round(r["median"][:, 10].std(ddof=1), 3) for r in redrawn.values()) == 0.007
     single = [learning_curve_band(8, lr, steps=10, seed=0)["median"][10] for lr in redrawn]
     sd = [r["median"][:, 10].std(ddof=1) for r in redrawn.values()]
     for k in range(3):        # neighbouring single-figure medians: many standard deviations apart
         assert single[k + 1] - single[k] > 5 * math.hypot(sd[k], sd[k + 1])
     sd_width = [redrawn[lr]["width"][:, 5].std(ddof=1) for lr in (1.0, 2.0)]
-    assert [round(x, 3) for x in sd_width] == [0.012, 0.019]
-    assert round(math.hypot(0.012, 0.019), 3) == 0.022 and 0.0152 < math.hypot(*sd_width)
+    assert [round(x, 3) for x in sd_width] == [0.010, 0.018]
+    assert round(math.hypot(0.010, 0.018), 3) == 0.021 and abs(math.hypot(*sd_width) - 0.021) < 0.001
+    assert 0.0152 < math.hypot(*sd_width)
     w1, w2 = redrawn[1.0]["width"][:, 5], redrawn[2.0]["width"][:, 5]
-    assert round(w1.mean(), 3) == 0.153 and round(w2.mean(), 3) == 0.198
+    assert round(w1.mean(), 3) == 0.155 and round(w2.mean(), 3) == 0.190
     assert w2.mean() - w1.mean() > noise_floor(w2, w1)
     # the band closes: at lr = 4 by step 5, at lr = 1 and 2 by step 10 (narrower than at step 5)
     assert redrawn[4.0]["width"][:, 5].mean() < redrawn[2.0]["width"][:, 5].mean()

@@ -47,6 +47,34 @@ def test_anything_else_scores_zero(completion, no_code_execution):
     assert addition_reward(PROMPT, completion) == 0.0
 
 
+# Unicode whitespace that str.strip() would remove, but the verifier must not: no-break space,
+# line and paragraph separators, the information separators U+001C-U+001F, NEL, ideographic space...
+NON_ASCII_WHITESPACE = ["\u00a0", "\u2028", "\u2029", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u3000",
+                        "\u2003", "\u1680", "\u202f", "\u205f", "\ufeff"]
+
+
+@pytest.mark.parametrize("completion", ["\u00a05", "5\u2028", "5\x1c", "5\x1f"])
+def test_the_issue_23_unicode_whitespace_cases_score_zero(completion, no_code_execution):
+    assert addition_reward(PROMPT, completion) == 0.0
+
+
+@pytest.mark.parametrize("space", NON_ASCII_WHITESPACE)
+def test_non_ascii_whitespace_around_the_answer_scores_zero(space, no_code_execution):
+    for completion in (space + "5", "5" + space, space + "5" + space, " " + space + "5\n",
+                       "5" + space + EOS_MARKER):
+        assert addition_reward(PROMPT, completion) == 0.0, repr(completion)
+
+
+@pytest.mark.parametrize("space", [" ", "\t", "\n", "\r", "\x0c", "\x0b"])
+def test_ascii_whitespace_is_tolerated_on_purpose(space, no_code_execution):
+    """Space, tab, newline, CR, FF and VT around the digits are ignored (chapter 5 says so)."""
+    from rl4llm.verifier import ASCII_WHITESPACE
+    assert space in ASCII_WHITESPACE and len(ASCII_WHITESPACE) == 6
+    for completion in (space + "5", "5" + space, space * 3 + "05" + space + EOS_MARKER):
+        assert addition_reward(PROMPT, completion) == 1.0
+    assert addition_reward(PROMPT, "5" + space + "5") == 0.0
+
+
 def test_a_million_digits_of_the_right_value_scores_one(no_code_execution):
     """Leading zeros count, however many: the check is on digit strings, never int() of the completion."""
     assert addition_reward(PROMPT, "0" * 10**6 + "5") == 1.0

@@ -4,6 +4,8 @@ Notation: logits z, policy pi = softmax(z), reward vector r (one entry per answe
 reward J = sum_y pi(y) r(y), score g(y) = grad_z ln pi(y) = onehot(y) - pi. A group is G answers
 y_1..y_G drawn iid from pi.
 
+- Chapter 5: ``policy_gradient_by_finite_differences``: a gradient over a tree of softmax
+  choices by central differences, with no score function.
 - Chapter 6: ``sample_groups``, ``jhat_distribution``, ``jhat_samples``, ``jhat_study``,
   ``spread_of_means``: J-hat = mean_i r(y_i) and its noise; ``std_and_standard_error``: how
   precisely a Monte Carlo standard deviation is known.
@@ -116,14 +118,21 @@ def jhat_study(G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> d
 
     Draws ``n_groups`` groups of G answers (correct with probability p) and returns ``values``
     (k / G), ``law`` (``jhat_distribution``), ``frequencies`` (the share of groups at each value),
-    ``mean`` (p) and ``standard_error`` sqrt(p (1 - p) / G), the width of the normal curve
-    N(p, p (1 - p) / G) that the law approaches as G grows.
+    ``frequency_standard_errors`` sqrt(law (1 - law) / n_groups) (how far a share of n_groups
+    groups strays from its exact probability by chance), ``z`` = (frequencies - law) /
+    frequency_standard_errors (0 where the law is 0 or 1), ``mean`` (p) and ``standard_error``
+    sqrt(p (1 - p) / G), the width of the normal curve N(p, p (1 - p) / G) that the law
+    approaches as G grows.
     """
     values, law = jhat_distribution(p, G)
+    n_groups = integer_at_least(n_groups, "n_groups", 1)
     rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
     n_correct = sample_groups([1.0 - p, p], G, n_groups, rng).sum(axis=1)
     frequencies = np.bincount(n_correct, minlength=values.size) / n_correct.size
-    return {"values": values, "law": law, "frequencies": frequencies, "mean": float(p),
+    frequency_se = np.sqrt(law * (1.0 - law) / n_groups)
+    z = np.divide(frequencies - law, frequency_se, out=np.zeros_like(law), where=frequency_se > 0)
+    return {"values": values, "law": law, "frequencies": frequencies,
+            "frequency_standard_errors": frequency_se, "z": z, "mean": float(p),
             "standard_error": math.sqrt(p * (1.0 - p) / G)}
 
 
@@ -186,6 +195,32 @@ def gradient_by_finite_differences(logits, rewards, h: float = 1e-6) -> np.ndarr
     h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
     shifts = h * np.eye(z.size)
     return (softmax(z + shifts) @ r - softmax(z - shifts) @ r) / (2 * h)
+
+
+def policy_gradient_by_finite_differences(objective, policy: dict, h: float = 1e-6) -> dict:
+    """d objective / dz for every logit of a policy ``{context: logits}``, by central differences
+    (chapter 5's check of the tree gradient).
+
+    ``objective`` is a function of such a policy that returns a number (for instance
+    ``rl4llm.two_strings.expected_verifier_reward``). Each logit k of each context is moved by
+    +h and -h alone: (f(z + h e_k) - f(z - h e_k)) / (2 h), error O(h^2). The route never uses a
+    score function or the tree's Q values: it only evaluates the objective.
+    """
+    if not callable(objective):
+        raise ValueError(f"objective must be a function of a policy dict, got {type(objective).__name__}")
+    if not isinstance(policy, dict) or not policy:
+        raise ValueError(f"policy must be a non-empty dict {{context: logits}}, got {type(policy).__name__}")
+    h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
+    base = {context: logits_vector(z, "policy") for context, z in policy.items()}
+    grads = {}
+    for context, z in base.items():
+        g = np.empty(z.size)
+        for k in range(z.size):
+            step = h * np.eye(z.size)[k]
+            g[k] = (float(objective({**base, context: z + step}))
+                    - float(objective({**base, context: z - step}))) / (2 * h)
+        grads[context] = g
+    return grads
 
 
 def gradient_samples(logits, rewards, n: int, seed: int, baseline: float = 0.0) -> np.ndarray:

@@ -157,7 +157,9 @@ def repeated_band(G: int, lr: float, steps: int = 10, n_repeats: int = 30, n_see
     summarised per step. Returns ``median``, ``low``, ``high`` and ``width`` = high - low
     (the 10-90% band's width by default), each (n_repeats, steps + 1). The spread of a
     column over the repeats is how much that number moves when only the seed changes: the
-    noise to compare settings against.
+    noise to compare settings against. Settings compared with Welch's test need seeds of their
+    own (chapter 9 gives its k-th setting ``seed = 100 k``): with the same ``seed`` two settings
+    share their random draws, and their summaries are correlated rather than independent.
     """
     n_repeats = integer_at_least(n_repeats, "n_repeats", 2)
     seed = integer_at_least(seed, "seed", 0)

@@ -17,6 +17,10 @@ MAX_OPERAND_DIGITS = 1000
 
 _PROMPT = re.compile(r"([0-9]+)\+([0-9]+)=")
 _DIGITS = re.compile(r"[0-9]+")
+#: The whitespace a completion may carry around its digits: ASCII space, tab, newline, CR, FF, VT.
+#: (``str.strip()`` with no argument would also strip Unicode spaces and separators such as
+#: U+00A0, U+2028 and the control characters U+001C-U+001F.)
+ASCII_WHITESPACE = " \t\n\r\f\v"
 
 
 def parse_addition_prompt(prompt: str) -> tuple[int, int]:
@@ -33,10 +37,10 @@ def parse_addition_prompt(prompt: str) -> tuple[int, int]:
 def addition_reward(prompt: str, completion) -> float:
     """r = 1.0 if the completion is the sum asked by the prompt, else 0.0 (chapter 5).
 
-    The completion is read up to the first ``EOS_MARKER``, surrounding whitespace
-    ignored, and must then be one or more ASCII digits whose value is a + b. Leading
-    zeros count (``"05"`` is 5); a sign, decimal point, exponent, inner space or
-    non-ASCII digit does not. The comparison is on digit strings (leading zeros
+    The completion is read up to the first ``EOS_MARKER``, surrounding ASCII whitespace
+    (``ASCII_WHITESPACE``) ignored, and must then be one or more ASCII digits whose value
+    is a + b. Leading zeros count, any number of them (``"05"`` is 5); a sign, decimal
+    point, exponent, inner space, non-ASCII digit or non-ASCII whitespace does not. The comparison is on digit strings (leading zeros
     stripped), never ``int()`` of the completion and never ``eval``, so a million
     digits cost one linear scan and nothing raises.
     """
@@ -44,7 +48,7 @@ def addition_reward(prompt: str, completion) -> float:
     if not isinstance(completion, str):
         return 0.0
     end = completion.find(EOS_MARKER)
-    answer = (completion if end < 0 else completion[:end]).strip()
+    answer = (completion if end < 0 else completion[:end]).strip(ASCII_WHITESPACE)
     if not _DIGITS.fullmatch(answer):
         return 0.0
     return 1.0 if (answer.lstrip("0") or "0") == str(a + b) else 0.0

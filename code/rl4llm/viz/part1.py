@@ -140,7 +140,8 @@ def draw_string_probabilities(fig) -> None:
             right.barh(row, width, left=start, color=shades[step], edgecolor="black", linewidth=0.6,
                        label=f"step {step + 1}" if row == len(names) - 1 else None)
             start += width
-        right.annotate(f"{-start:.4f}", (start, row), xytext=(4, 0), textcoords="offset points", va="center",
+        # the bar's length is -ln P, the quantity on the axis (positive), printed at its end
+        right.annotate(f"{start:.4f}", (start, row), xytext=(4, 0), textcoords="offset points", va="center",
                        fontsize=9)
     right.set_yticks(range(len(names)), [f'"{n}"' for n in names])
     right.set_xlim(0, 5.2)

@@ -21,8 +21,11 @@ from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
 #: Defaults of the "a single run proves nothing" study of chapter 6 (G, lr, steps of each run).
 SEED_RUN = {"G": 4, "lr": 1.0, "steps": 10}
-#: Runs used to measure the reference spread sigma of one run in chapter 6.
-REFERENCE_RUNS = 2000
+#: Runs used to measure the reference spread sigma of one run in chapter 6 (the chapter's own 4096
+#: runs: ``reference_spread(1)`` is the sigma = 0.0951 its text uses).
+REFERENCE_RUNS = 4096
+#: Groups drawn per figure of the law of J-hat in chapter 6.
+JHAT_GROUPS = 20_000
 
 
 # ----------------------------------------------------------------------------- chapter 6
@@ -31,17 +34,21 @@ def _jhat_artists(ax) -> SimpleNamespace:
     law, = ax.plot([], [], "o", color=PALETTE["blue"], label="exact binomial law")
     normal, = ax.plot([], [], color=PALETTE["orange"], label="normal N(J, J(1-J)/G)")
     target = ax.axvline(0.0, color="black", ls="--", lw=1)
+    errors = ax.vlines([], [], [], color="black", lw=1.2, label="Monte Carlo ± 2 standard errors")
     ax.set_xlabel("J-hat (fraction correct)")
-    return SimpleNamespace(ax=ax, law=law, normal=normal, target=target, bars=None)
+    return SimpleNamespace(ax=ax, law=law, normal=normal, target=target, errors=errors, bars=None)
 
 
 def _set_jhat(a: SimpleNamespace, G: int, p: float, n_groups: int, seed: int) -> None:
-    """One panel: the Monte Carlo frequencies of J-hat at G (bars), the binomial law and the normal
-    approximation."""
+    """One panel: the Monte Carlo frequencies of J-hat at G (bars, each with +- 2 of its standard
+    errors), the binomial law and the normal approximation."""
     study = jhat_study(G, p, n_groups, seed)
     a.bars = bars_in_place(a.ax, a.bars, study["values"], study["frequencies"], 0.8 / G if G > 1 else 0.2,
                            color=PALETTE["sky"])
     a.bars.set_label(f"{n_groups} groups (Monte Carlo)")
+    two_se = 2.0 * study["frequency_standard_errors"]
+    a.errors.set_segments([[(x, f - e), (x, f + e)] for x, f, e in
+                           zip(study["values"], study["frequencies"], two_se)])
     a.law.set_data(study["values"], study["law"])
     a.law.set_markersize(4 if G > 8 else 6)
     x = np.linspace(-0.05, 1.05, 400)
@@ -53,7 +60,7 @@ def _set_jhat(a: SimpleNamespace, G: int, p: float, n_groups: int, seed: int) ->
     a.ax.set_title(f"G = {G}: SE {se:.3f}")
 
 
-def draw_jhat(fig, G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> None:
+def draw_jhat(fig, G: int, p: float = 0.2, n_groups: int = JHAT_GROUPS, seed: int = 0) -> None:
     """Chapter 6 slider: the law of J-hat at one G, Monte Carlo beside the binomial and the normal."""
     a = kept(fig, _jhat_axes)
     _set_jhat(a, int(G), p, n_groups, seed)
@@ -68,7 +75,7 @@ def _jhat_axes(fig) -> SimpleNamespace:
     return a
 
 
-def draw_jhat_panels(fig, Gs=(1, 4, 64), p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> None:
+def draw_jhat_panels(fig, Gs=(1, 4, 64), p: float = 0.2, n_groups: int = JHAT_GROUPS, seed: int = 0) -> None:
     """Chapter 6: the law of J-hat at several G side by side."""
     axes = fig.subplots(1, len(Gs))
     for ax, G in zip(axes, Gs):
