@@ -94,6 +94,13 @@ class GRPOConfig:
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:i]', got {self.device!r}")
 
 
+def chapter14_config() -> GRPOConfig:
+    """The configuration of chapter 14's run, defined once: chapter 14 trains with it and chapter 15's
+    knob table shows it. It differs from the defaults of :class:`GRPOConfig` in three knobs: 300
+    steps, the learning rate annealed to 0 after warmup, and flat groups left out of the loss batch."""
+    return GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True)
+
+
 @contextmanager
 def torch_threads(n: int):
     """Run a block with ``n`` intra-op CPU threads, then restore the previous count.
@@ -330,6 +337,9 @@ class GRPOTrainer:
                 "prompt_generator": self.prompt_generator.get_state(),
                 "sample_generator": self.sample_generator.get_state(),
                 "sample_generator_device": self.device.type,
+                # the global generators: the trainer draws from its own two, but a caller's code may not
+                "torch_rng_state": torch.get_rng_state(),
+                "cuda_rng_states": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else [],
                 "step_count": self.step_count, "train_seconds": self.train_seconds,
                 "metrics": self.metrics, "evals": self.evals,
                 "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step}
@@ -348,10 +358,18 @@ class GRPOTrainer:
     def load(cls, path: str, device: str | None = None) -> "GRPOTrainer":
         """Rebuild a trainer from ``save`` on ``device`` (default: the saved config's), any device.
 
-        On the device type it was saved from, continuing it reproduces the uninterrupted run exactly.
-        CPU and CUDA random generators are different algorithms, so a run moved between them cannot
-        continue the same sampling stream: its sampler is then reseeded from (seed, step) and the
-        continuation is a valid run, not the same one.
+        Restored: weights, the frozen reference, AdamW's moments and step counts, the learning-rate
+        schedule's position, both of the trainer's generators (prompts, sampling), the global torch
+        generators (CPU, and CUDA on a CUDA device), the step count and every logged metric. On the
+        device type it was saved from, continuing it therefore reproduces the uninterrupted run
+        bitwise: on a CPU always (at the config's fixed thread count), on CUDA when torch runs its
+        deterministic kernels (``torch.use_deterministic_algorithms(True)`` with
+        ``CUBLAS_WORKSPACE_CONFIG=:4096:8``), since by default some CUDA kernels, such as the
+        ``index_add`` behind the gradient of ``repeat_interleave``, add in a varying order and two
+        uninterrupted CUDA runs can already differ in their last bits. CPU and CUDA random
+        generators are different algorithms, so a run moved between them cannot continue the same
+        sampling stream: its sampler is then reseeded from (seed, step) and the continuation is a
+        valid run, not the same one.
         """
         state = torch.load(path, map_location="cpu", weights_only=True)
         config = GRPOConfig(**{**state["config"], **({"device": device} if device else {})})
@@ -366,6 +384,11 @@ class GRPOTrainer:
             trainer.sample_generator.set_state(state["sample_generator"])
         else:
             trainer.sample_generator.manual_seed(config.seed + 1 + 1_000_003 * state["step_count"])
+        if "torch_rng_state" in state:       # checkpoints written before these were saved lack them
+            torch.set_rng_state(state["torch_rng_state"])
+            cuda_states = state["cuda_rng_states"]
+            if trainer.device.type == "cuda" and len(cuda_states) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda_states)
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
         trainer.metrics, trainer.evals = state["metrics"], state["evals"]
         trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]

@@ -13,6 +13,8 @@ import them.
   ``GRPOTrainer._compute_loss``, and compare values and gradients (:func:`trl_loss_trainer` and
   :func:`trl_loss_inputs` also serve ``scripts/grpo_trl.py``, which runs the same check on several
   processes).
+- :func:`adam_step_with_trl_advantages` measures what TRL's smaller advantages do to the book's
+  AdamW steps (next to nothing: Adam divides a constant gradient scale out).
 - :func:`completion_reward`, :func:`trl_grpo_trainer`, :func:`accuracy_clock` and
   :func:`train_with_trl` run TRL's ``GRPOTrainer`` on the book's addition task from the book's model,
   measured like the book's trainer (chapter 15's run, ``scripts/grpo_trl.py`` and the benchmark).
@@ -33,7 +35,7 @@ import math
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -42,7 +44,7 @@ from ._checks import finite_real, integer_at_least
 from .grpo import LOSS_TYPES, group_advantages, grpo_loss
 from .model import GPT, _is_conv1d, completion_logprobs, to_gpt2
 from .tasks import MAX_COMPLETION_LEN, AdditionTask, CharTokenizer, addition_prompt
-from .trainer import GRPOConfig
+from .trainer import GRPOConfig, GRPOTrainer, chapter14_config
 
 #: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
 KNOBS = {
@@ -166,8 +168,9 @@ def knob_table(config: GRPOConfig | None = None) -> list[dict]:
     at TRL's default), ``trl_default`` and ``chapter`` (None for fixed fields). A knob with no TRL
     field has ``None`` in the TRL columns.
     ``drop_zero_variance`` is mapped with ``allow_unsupported=True`` so the table always builds.
+    The default ``config`` is chapter 14's run, :func:`rl4llm.trainer.chapter14_config`.
     """
-    config = GRPOConfig() if config is None else config
+    config = chapter14_config() if config is None else config
     kwargs = trl_config_kwargs(config, allow_unsupported=True)
     fields = [field for field, _ in KNOBS.values() if field] + list(FIXED)
     defaults = trl_defaults(fields)
@@ -178,6 +181,39 @@ def knob_table(config: GRPOConfig | None = None) -> list[dict]:
     rows += [{"knob": "", "book": None, "trl_field": field, "trl_value": value, "trl_default": defaults[field],
               "chapter": None} for field, value in FIXED.items()]
     return rows
+
+
+# ---- TRL's advantages under the book's AdamW ----------------------------------------------------
+class _TRLAdvantageTrainer(GRPOTrainer):
+    """The book's trainer with TRL's advantages, (r - mean) / (sample std + 1e-4); all else the same."""
+
+    def rollout(self):
+        batch = super().rollout()
+        advantages = group_advantages(batch.rewards, scale=self.config.scale_rewards, ddof=1, eps=1e-4)
+        return replace(batch, advantages=advantages.view(-1)[batch.keep])
+
+
+def adam_step_with_trl_advantages(model: GPT, task: AdditionTask, config: GRPOConfig,
+                                  steps: int = 20) -> dict:
+    """How far ``steps`` outer steps move the weights with TRL's advantages, against the book's (ch. 15).
+
+    Two runs of the book's trainer from ``model`` with ``config`` (same seed, same prompts, same
+    sampling stream): one with the book's advantages, one with TRL's (sample std plus 1e-4, smaller
+    by sqrt((G - 1) / G) in every mixed group of 0/1 rewards). Returns ``book`` and ``trl``, the
+    Euclidean norm of each run's weight change, their ``ratio`` (TRL / book) and
+    ``advantage_ratio``, sqrt((G - 1) / G). AdamW divides each gradient entry by the root of its
+    running mean square, so a constant factor on the whole gradient cancels (up to AdamW's eps of
+    1e-8 and the gradient clip): with ``beta = 0`` the ratio is close to 1, not to the advantage ratio.
+    """
+    steps = integer_at_least(steps, "steps", 1)
+    moved = {}
+    for name, cls in (("book", GRPOTrainer), ("trl", _TRLAdvantageTrainer)):
+        trainer = cls(model, task, config).train(steps, progress=False)
+        start = {k: v.to(trainer.device) for k, v in model.state_dict().items()}
+        moved[name] = float(torch.sqrt(sum(((p.detach() - start[k]) ** 2).sum()
+                                           for k, p in trainer.policy.named_parameters())))
+    G = config.group_size
+    return {**moved, "ratio": moved["trl"] / moved["book"], "advantage_ratio": math.sqrt((G - 1) / G)}
 
 
 # ---- plumbing: our tokenizer and model as transformers objects ----------------------------------
