@@ -90,3 +90,39 @@ def test_every_checked_exercise_is_in_the_book_once():
     assert {k: v for k, v in used.items() if len(v) != 1} == {}
     assert {k: v[0] for k, v in used.items()} == EXERCISES
     assert set(answer_key()) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
+
+
+def test_every_exercise_has_a_kind_an_objective_and_points():
+    """Every exercise of the book (91 today) can be assigned: it has one of rl4llm.syllabus's kinds
+    (its title's, or UNTITLED_KINDS's for the titles that name none, and never both), an objective and
+    its points."""
+    from rl4llm.coursework import exercises
+    from rl4llm.syllabus import KINDS, OBJECTIVES, UNTITLED_KINDS, kind, points
+
+    everything = [e for path in CHAPTERS for e in exercises(path)]
+    labels = [e.label for e in everything]
+    assert len(labels) == len(set(labels)) and all(labels)
+    assert {e.label for e in everything if e.kind} & set(UNTITLED_KINDS) == set()
+    assert {e.label for e in everything if not e.kind} == set(UNTITLED_KINDS)
+    assert set(OBJECTIVES) == set(labels)
+    assert all(kind(e) in KINDS and OBJECTIVES[e.label].strip() and points(e) > 0 for e in everything)
+    assert {kind(e) for e in everything} == set(KINDS)
+
+
+def test_each_rubric_is_points_and_what_earns_them_and_adds_up():
+    """A kind graded by hand (and the project) is worth what its rubric's criteria add up to."""
+    from rl4llm.syllabus import KINDS, POINTS, PROJECT, RUBRICS, total
+
+    assert set(POINTS) == set(KINDS) and set(RUBRICS) == {"written", "experiment"}
+    for name, rubric, points in [*((k, r, POINTS[k]) for k, r in RUBRICS.items()),
+                                 ("project", PROJECT.rubric, PROJECT.points)]:
+        assert len(rubric) >= 2 and all(c.points > 0 and len(c.earns) > 20 for c in rubric), name
+        assert total(rubric) == points, (name, [c.points for c in rubric], points)
+
+
+def test_every_experiment_is_worth_its_rubric():
+    from rl4llm.coursework import exercises
+    from rl4llm.syllabus import RUBRICS, kind, points, total
+
+    experiments = [e for path in CHAPTERS for e in exercises(path) if kind(e) == "experiment"]
+    assert len(experiments) == 24 and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}

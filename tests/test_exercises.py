@@ -1,6 +1,8 @@
-"""rl4llm.exercises: the reference passes; typical wrong answers get the right diagnosis; crashes are reported."""
+"""rl4llm.exercises: the reference passes; typical wrong answers (the mistakes issue 19 lists included) get the
+right diagnosis; crashes, None and in-place changes are reported."""
 import numpy as np
 import pytest
+import torch
 
 from rl4llm import gae, policy_gradient, score, sft_gradient, softmax
 from rl4llm.exercises import EXERCISES, check
@@ -16,8 +18,8 @@ def test_the_library_function_passes(exercise, reference):
     assert check(exercise, reference).startswith("Correct")
 
 
-def _gae_off_by_one(r, v, g, l):
-    return g * l * gae(r, v, g, l)
+def _gae_off_by_one(r, v, g=1.0, l=1.0, last_value=0.0):
+    return g * l * gae(r, v, g, l, last_value)
 
 
 @pytest.mark.parametrize("exercise, wrong, says", [
@@ -25,15 +27,24 @@ def _gae_off_by_one(r, v, g, l):
     ("policy_gradient", lambda z, r: softmax(z) * r, "baseline is missing"),
     ("score", lambda z, y: softmax(z) - np.eye(len(z))[y], "sign is flipped"),
     ("sft_gradient", lambda z, t: softmax(z), "onehot(target) term is missing"),
-    ("group_advantages", lambda r: group_advantages(r, ddof=1), "ddof=1"),
-    ("group_advantages", lambda r: (r - r.mean(-1, keepdims=True)) / np.sqrt(r.var(-1, keepdims=True) + 1e-8),
-     "eps is in the wrong place"),
-    ("group_advantages", lambda r: group_advantages(r, scale=False), "division by the group's std"),
+    ("group_advantages", lambda r, scale=True, ddof=0, eps=1e-8: group_advantages(r, scale, 1, eps), "ddof=1"),
+    ("group_advantages", lambda r, scale=True, ddof=0, eps=1e-8: (r - r.mean(-1, keepdims=True)) / (
+        np.sqrt(r.var(-1, ddof=ddof, keepdims=True) + eps) if scale else 1.0), "eps is in the wrong place"),
+    ("group_advantages", lambda r, **settings: group_advantages(r, scale=False), "division by the group's std"),
+    ("group_advantages", lambda r, scale=True, ddof=0, eps=1e-8: group_advantages(r, True, ddof, eps),
+     "scale is ignored"),
+    ("group_advantages", lambda r, scale=True, ddof=0, eps=1e-8: group_advantages(r, scale, 0, eps),
+     "ddof is ignored"),
+    ("group_advantages", lambda r, scale=True, ddof=0, eps=1e-8: group_advantages(r, scale, ddof), "eps is ignored"),
     ("gae", _gae_off_by_one, "off by one"),
-    ("gae", lambda r, v, g, l: gae(r, v, g, 1.0), "lambda is missing"),
-    ("clipped_objective", lambda p, a, e: np.clip(p, 1 - e, 1 + e) * a, "unclipped term is missing"),
-    ("grpo_loss", lambda *a: (-grpo_loss(*a)[0], {}), "sign is flipped"),
-    ("grpo_loss", lambda *a: grpo_loss(*a, loss_type="dapo"), "per token"),
+    ("gae", lambda r, v, g=1.0, l=1.0, last_value=0.0: gae(r, v, g, 1.0, last_value), "lambda is missing"),
+    ("gae", lambda r, v, g=1.0, l=1.0, last_value=0.0: gae(r, v, g, l), "last_value is ignored"),
+    ("clipped_objective", lambda p, a, e, eps_high=None: np.clip(p, 1 - e, 1 + (e if eps_high is None else eps_high)) * a,
+     "unclipped term is missing"),
+    ("clipped_objective", lambda p, a, e, eps_high=None: clipped_objective(p, a, e), "eps_high is ignored"),
+    ("grpo_loss", lambda *a, **k: (-grpo_loss(*a, **k)[0], {}), "sign is flipped"),
+    ("grpo_loss", lambda *a, **k: grpo_loss(*a, **({**k, "loss_type": "dapo"} if k.get("loss_type", "grpo") == "grpo"
+                                                   else k)), "per token"),
     ("policy_gradient", lambda z, r: 8 * policy_gradient(z, r), "times 8"),
 ])
 def test_typical_mistakes_get_their_diagnosis(exercise, wrong, says):
@@ -89,3 +100,81 @@ def test_verdicts_show_as_plain_text_and_assert_correct_fails_with_the_verdict(c
     with pytest.raises(AssertionError, match="Not yet: the sign is flipped"):
         assert_correct("score", lambda z, y: -score(z, y))
     json.dumps(answer_key())                          # the build writes it into the pages
+
+
+# ----------------------------------------------------------------------------- the mistakes issue 19 names
+def _student_grpo_loss(kl="k3", pick=torch.minimum, token_mean_for=(), fixed_width=False, symmetric=False,
+                       use_beta=True):
+    """A student's grpo_loss, written from the formula, with the slips the switches name."""
+    def loss(logp, old_logp, advantages, mask, *, eps_low=0.2, eps_high=None, beta=0.0, ref_logp=None,
+             loss_type="grpo", max_completion_length=None):
+        high = eps_low if eps_high is None or symmetric else eps_high
+        ratio, a = torch.exp(logp - old_logp), advantages[:, None]
+        per_token = -pick(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + high) * a)
+        if beta > 0 and use_beta:
+            x = ref_logp - logp
+            per_token = per_token + beta * ((torch.exp(x) - x - 1) if kl == "k3" else -x)
+        m = mask
+        if loss_type == "grpo" and "grpo" not in token_mean_for:
+            return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean(), {}
+        if loss_type in ("bnpo", "dapo", "grpo") or loss_type in token_mean_for:
+            return (per_token * m).sum() / m.sum().clamp(min=1), {}
+        width = mask.shape[1] if fixed_width else max_completion_length
+        return (per_token * m).sum() / (mask.shape[0] * width), {}
+    return loss
+
+
+def _softmax_two_slips(z, t=1.0):
+    """No max subtracted, and the temperature multiplied."""
+    e = np.exp(np.asarray(z, float) * t)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _clip_in_place(ratio, advantage, eps, eps_high=None):
+    high = eps if eps_high is None else eps_high
+    unclipped = ratio * advantage
+    np.clip(ratio, 1 - eps, 1 + high, out=ratio)
+    return np.minimum(unclipped, ratio * advantage)
+
+
+@pytest.mark.parametrize("exercise, wrong, says", [
+    ("grpo_loss", _student_grpo_loss(kl="k1"), "k1"),
+    ("grpo_loss", _student_grpo_loss(token_mean_for=("dr_grpo",)), "dr_grpo is computed as a token mean"),
+    ("grpo_loss", _student_grpo_loss(use_beta=False), "beta is ignored"),
+    ("grpo_loss", _student_grpo_loss(fixed_width=True), "max_completion_length is ignored"),
+    ("grpo_loss", _student_grpo_loss(pick=torch.maximum), "max instead of min"),
+    ("grpo_loss", _student_grpo_loss(symmetric=True), "eps_high is ignored"),
+    ("grpo_loss", lambda *a, loss_type="grpo", max_completion_length=None, **k: grpo_loss(*a, **k), "loss_type is ignored"),
+    ("softmax", _softmax_two_slips, "two slips at once: the max is not subtracted"),
+    ("softmax", lambda z, t=1.0: None, "returned None"),
+    ("clipped_objective", _clip_in_place, "modifies its inputs in place"),
+    ("clipped_objective", lambda p, a, e, eps_high=None: np.minimum(p * a, np.clip(p, 1 - e, 1 + e) * a),
+     "eps_high is ignored"),
+])
+def test_the_mistakes_issue_19_names_get_their_diagnosis(exercise, wrong, says):
+    message = check(exercise, wrong)
+    assert message.startswith("Not yet") and says in message, message
+
+
+def test_a_function_that_mutates_its_inputs_cannot_fool_the_check():
+    """The check runs every function on copies: the in-place clip is caught, and the same clip on a
+    copy is named as the slip it is not (it is correct)."""
+    def clip_on_a_copy(ratio, advantage, eps, eps_high=None):
+        return _clip_in_place(np.array(ratio, dtype=float), advantage, eps, eps_high)
+    assert check("clipped_objective", clip_on_a_copy).startswith("Correct:")
+    assert "in place" in check("clipped_objective", _clip_in_place)
+
+
+@pytest.mark.parametrize("exercise, answer, says", [
+    ("ex-ch05-forward-kl", -0.8664, "sign is flipped"), ("ex-ch05-forward-kl", 0.09, "four decimals"),
+    ("ex-ch07-partial-credit", 0.15, "dJ/dz(5)"), ("ex-ch08-lenient-baseline", 0.2324, "15 is left out"),
+    ("ex-ch12-by-hand", 0.225, "gamma is missing everywhere"), ("ex-ch13-advantage", -0.3015, "sign is flipped"),
+    ("ex-ch16-k3", -1.3863, "k3's log term alone")])
+def test_the_common_wrong_numbers_get_their_own_message(exercise, answer, says):
+    message = check(exercise, answer)
+    assert message.startswith("Not yet") and says in message, message
+
+
+def test_a_long_difference_is_described_not_printed():
+    message = check("softmax", lambda z, t=1.0: np.zeros_like(np.asarray(z, float)) + 0.3)
+    assert message.startswith("Not yet: on arguments") and message.count("[") <= 4, message

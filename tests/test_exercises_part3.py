@@ -61,8 +61,8 @@ def test_dividing_probabilities_passes_everywhere_but_the_underflow_case():
     assert np.all(np.isfinite(importance_ratios(new, old))) and np.any(softmax(old) == 0)
 
 
-def _gae_forwards(r, v, g, lam):
-    delta = td_errors(r, v, g)
+def _gae_forwards(r, v, g=1.0, lam=1.0, last_value=0.0):
+    delta = td_errors(r, v, g, last_value)
     out = np.zeros_like(delta)
     for t in range(delta.size):
         out[t] = delta[t] + (g * lam * out[t - 1] if t else 0.0)
@@ -71,19 +71,21 @@ def _gae_forwards(r, v, g, lam):
 
 @pytest.mark.parametrize("wrong, says", [
     (_gae_forwards, ("forwards",)),
-    (lambda r, v, g, lam: gae(r, v, 1.0, g * lam), ("TD errors",)),     # gamma = 1 inside delta
-    (lambda r, v, g, lam: g * lam * gae(r, v, g, lam), ("off by one",)),
+    (lambda r, v, g=1.0, lam=1.0, last_value=0.0: gae(r, v, 1.0, g * lam, last_value), ("TD errors",)),  # gamma = 1 in delta
+    (lambda r, v, g=1.0, lam=1.0, last_value=0.0: g * lam * gae(r, v, g, lam, last_value), ("off by one",)),
 ])
 def test_typical_gae_mistakes_get_their_diagnosis(wrong, says):
     _verdict_says(check("gae", wrong), *says)
 
 
 def test_the_clip_on_the_wrong_side_and_the_missing_clip_are_diagnosed():
-    def capped_above(ratio, advantage, eps):          # rho capped at 1 + eps for either sign of A
-        return np.minimum(np.asarray(ratio, float), 1 + eps) * np.asarray(advantage, float)
+    def capped_above(ratio, advantage, eps, eps_high=None):     # rho capped at 1 + eps for either sign of A
+        high = eps if eps_high is None else eps_high
+        return np.minimum(np.asarray(ratio, float), 1 + high) * np.asarray(advantage, float)
     assert not np.allclose(capped_above(2.0, -0.2, 0.2), clipped_objective(2.0, -0.2, 0.2))
     _verdict_says(check("clipped_objective", capped_above), "wrong side", "A < 0")
-    _verdict_says(check("clipped_objective", lambda p, a, e: np.asarray(p) * np.asarray(a)), "clip is missing")
+    _verdict_says(check("clipped_objective", lambda p, a, e, eps_high=None: np.asarray(p) * np.asarray(a)),
+                  "clip is missing")
 
 
 def test_the_chapter_functions_still_pass_their_checks():
@@ -128,10 +130,10 @@ BY_HAND = {
                           "-0.6": ["upper edge"]}),
     "ex-ch12-by-hand": ([0.11425, "0.1143", "0.1142", "0.11425"],
                         {"0.0514": ["off by one"], 0.31: ["lambda is missing"], "0.2058": ["TD errors"],
-                         "0.13": ["missing from the weights"]}),
+                         "0.13": ["missing from the weights"], "0.225": ["missing everywhere", "gamma = 1"]}),
     "ex-ch13-advantage": ([0.3015, "0.3015", "0.30151"],
                           {"0.2611": ["ddof=1"], "1.2060": ["baseline is missing"], 0.125: ["std is missing"],
-                           "0.7273": ["variance"]}),
+                           "0.7273": ["variance"], "-0.3015": ["sign is flipped"]}),
 }
 
 

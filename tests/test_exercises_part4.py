@@ -40,14 +40,8 @@ def test_every_listed_mistake_gets_its_own_message(exercise):
     list explains it first."""
     spec = SPECS[exercise]
     for explanation, mistake in spec.mistakes:
-        message = check(exercise, mistake if exercise != "data_parallel_loss" else _keyword_form(mistake))
+        message = check(exercise, mistake)
         assert message == f"Not yet: {explanation}.", (explanation, message)
-
-
-def _keyword_form(positional):
-    """A mistake function of the spec (positional cases) in the library's keyword signature."""
-    return lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None, **_: \
-        positional(logp, old, adv, mask, num_processes, loss_type, max_completion_length)
 
 
 # ----------------------------------------------------------------------------- ex-ch14-seeds
@@ -229,14 +223,15 @@ def my_data_parallel_loss(logp, old_logp, advantages, mask, *, num_processes, lo
     losses = []
     for p in range(P):
         rows = slice(p * B // P, (p + 1) * B // P)
+        kl = {"beta": beta, "ref_logp": None if ref_logp is None else ref_logp[rows]}
         if loss_type == "dapo":
             local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], eps_low=eps_low,
-                                 eps_high=eps_high, loss_type="bnpo")
+                                 eps_high=eps_high, loss_type="bnpo", **kl)
             local = local * mask[rows].sum() / (N / P)
         else:
             local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], eps_low=eps_low,
                                  eps_high=eps_high, loss_type=loss_type,
-                                 max_completion_length=max_completion_length)
+                                 max_completion_length=max_completion_length, **kl)
         losses.append(local)
     return sum(losses) / P, losses
 
@@ -247,12 +242,13 @@ def test_a_student_data_parallel_loss_passes():
 
 def _student_dp(loss_type_map=None, normaliser=None, combine=None):
     def student(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", max_completion_length=None,
-                **_):
+                ref_logp=None, **settings):
         losses = []
         for rows in shard_slices(mask.shape[0], num_processes):
             kind = (loss_type_map or {}).get(loss_type, loss_type)
             local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], loss_type=kind,
-                                 max_completion_length=max_completion_length)
+                                 max_completion_length=max_completion_length,
+                                 ref_logp=None if ref_logp is None else ref_logp[rows], **settings)
             if normaliser is not None and loss_type == "dapo":
                 local = local * mask[rows].sum() / normaliser(mask, num_processes)
             losses.append(local)
@@ -266,9 +262,11 @@ def _student_dp(loss_type_map=None, normaliser=None, combine=None):
     (_student_dp(normaliser=lambda mask, P: mask.sum() / P, combine=sum), "not their sum"),
     (_student_dp(loss_type_map={"grpo": "bnpo"}, normaliser=lambda mask, P: mask.sum() / P), "per sequence"),
     (_student_dp(loss_type_map={"bnpo": "grpo", "dapo": "grpo"}), "are token means"),  # the reverse
-    (lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None:
-     grpo_loss(logp, old, adv, mask, loss_type=loss_type, max_completion_length=max_completion_length),
+    (lambda logp, old, adv, mask, *, num_processes, **settings: grpo_loss(logp, old, adv, mask, **settings),
      "OWN token count"),                                                              # ignores the split
+    (lambda logp, old, adv, mask, *, num_processes, loss_type="grpo", max_completion_length=None, **_:
+     my_data_parallel_loss(logp, old, adv, mask, num_processes=num_processes, loss_type=loss_type,
+                           max_completion_length=max_completion_length), "not passed on"),  # drops the settings
 ])
 def test_typical_data_parallel_losses_get_their_diagnosis(student, says):
     message = check("data_parallel_loss", student)
@@ -281,12 +279,14 @@ def test_a_positional_signature_is_reported_not_raised():
 
 
 def test_the_data_parallel_cases_split_unevenly():
-    """Every loss type on 2 and 4 processes, with processes holding different token counts (else
-    bnpo and dapo could not be told apart)."""
+    """Every loss type on 2 and 4 processes; under bnpo and dapo the processes hold different token
+    counts (else the two could not be told apart)."""
     cases = SPECS["data_parallel_loss"].cases()
-    assert {(c[4], c[5]) for c in cases[1:]} == {(P, t) for P in (2, 4) for t in ("grpo", "bnpo", "dapo", "dr_grpo")}
-    for case in cases:
-        counts = [float(case[3][rows].sum()) for rows in shard_slices(case[3].shape[0], case[4])]
+    assert {(c.kwargs["num_processes"], c.kwargs["loss_type"]) for c in cases[1:9]} == {
+        (P, t) for P in (2, 4) for t in ("grpo", "bnpo", "dapo", "dr_grpo")}
+    for case in (c for c in cases if c.kwargs["loss_type"] in ("bnpo", "dapo")):
+        mask, P = case.args[3], case.kwargs["num_processes"]
+        counts = [float(mask[rows].sum()) for rows in shard_slices(mask.shape[0], P)]
         assert len(set(counts)) > 1
 
 
@@ -334,7 +334,9 @@ def test_a_student_exact_gradient_passes():
 
 def _exact(update, start=True, track=None):
     def student(steps=30, lr=1.0, logits=None, rewards=None):
-        z, r = np.array(logits, dtype=float), np.array(rewards, dtype=float)
+        from rl4llm import LOGITS, REWARDS
+        z = np.array(LOGITS if logits is None else logits, dtype=float)
+        r = np.array(REWARDS if rewards is None else rewards, dtype=float)
         best = int(np.argmax(r))
         value = track or (lambda pi: pi[best])
         curve = [value(softmax(z))] if start else []

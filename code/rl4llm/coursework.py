@@ -12,7 +12,9 @@ How a chapter notebook marks its exercises (``tests/test_coursework.py`` holds e
   ``check("<id>", my_function)``.
 
 The student edition removes every solution block and replaces each reference body by nbgrader's stub,
-so a handed-out notebook and an nbgrader release say the same thing.
+so a handed-out notebook and an nbgrader release say the same thing; it also leaves out every
+``show_source`` cell that displays a coding exercise's reference (:func:`withheld_source`), and
+:func:`handed_out` rewrites the text that says the book's starter holds the solution.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution)\}[ \t]
 _LABEL = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
 _KIND = re.compile(r"\((by hand|coding|experiment)\)\s*$")
 _CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
+#: The chapters' note that the starter holds the solution, which a handed-out assignment must not say.
+_SOLUTION_NOTE = re.compile(r"\s*In\s+the\s+book\s+the\s+starter\s+holds\s+the\s+reference\s+solution\b.*?\.(?=\s|$)", re.S)
 _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
 
 #: The four graded assignments: the chapters each one draws its coding exercises from.
@@ -134,15 +138,52 @@ def exercises(path: Path) -> list[Exercise]:
     return found
 
 
-def student_notebook(nb: dict) -> dict:
+#: Library functions whose source gives away a coding exercise's answer besides the exercises' own
+#: (``show_source`` of them is left out of the student edition): softmax is exp(log_softmax), and
+#: run_reinforce is run_exact_gradient's loop with the exact gradient replaced by a sampled one.
+NEAR_REFERENCES = {"log_softmax": "softmax", "run_reinforce": "run_exact_gradient"}
+_SHOW_SOURCE = re.compile(r"^\s*show_source\(([\w.]+)\)\s*$", re.M)
+_STARTER_HOLDS_SOLUTION = re.compile(r"In\s+the\s+book\s+the\s+starter\s+holds\s+the\s+reference\s+solution\s+"
+                                     r"\(click\s+to\s+show\s+it\)(?:,\s+so\s+the\s+check\s+below\s+shows\s+what"
+                                     r"\s+a\s+pass\s+looks\s+like)?\.")
+STARTER_IS_A_STUB = ("Here the starter is a stub (`raise NotImplementedError()`): the check below says \"Not yet\" "
+                     "until your function is written.")
+
+
+def handed_out(markdown: str) -> str:
+    """Markdown as a student gets it (student edition, nbgrader release): no solution block, and the
+    sentence that says the book's starter holds the reference solution says that theirs is a stub."""
+    return _STARTER_HOLDS_SOLUTION.sub(STARTER_IS_A_STUB, strip_solutions(markdown))
+
+
+def withheld_source(cell, functions: set[str]) -> str | None:
+    """The name of the function a ``show_source(...)`` code cell shows, if it is one of ``functions``
+    (or gives one away, per ``NEAR_REFERENCES``); else None."""
+    if cell["cell_type"] != "code":
+        return None
+    for name in _SHOW_SOURCE.findall(_source(cell)):
+        short = name.rsplit(".", 1)[-1]
+        if short in functions or NEAR_REFERENCES.get(short) in functions:
+            return name
+    return None
+
+
+def student_notebook(nb: dict, functions: set[str] = frozenset()) -> dict:
     """A chapter notebook to hand out: no solution blocks; each coding exercise's reference body is
-    nbgrader's stub and its cell no longer hidden; the exercise cells' stored outputs cleared."""
+    nbgrader's stub and its cell no longer hidden; the exercise cells' stored outputs cleared; each
+    ``show_source`` cell of one of ``functions`` (the coding exercises' reference functions, by name)
+    replaced by a note; the text that says the starter holds the solution says it is a stub."""
     nb = copy.deepcopy(nb)
     cells = []
     for cell in nb["cells"]:
         tags = _tags(cell)
-        if cell["cell_type"] == "markdown":
-            text = strip_solutions(_source(cell))
+        withheld = withheld_source(cell, set(functions))
+        if withheld:
+            cell = {"cell_type": "markdown", "metadata": {},
+                    "source": [f"*(This edition leaves out the source of `{withheld}`: writing it is one of the "
+                               "book's coding exercises.)*"]}
+        elif cell["cell_type"] == "markdown":
+            text = handed_out(_source(cell))
             if not text.strip():
                 continue
             cell["source"] = text.splitlines(keepends=True)
@@ -183,12 +224,17 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
              "test cell under it: it runs your function beside the library's on the book's toy and on random "
              "cases, and says in words what is wrong (the same message as the chapter's check cell). Every "
              "test cell is worth one point.\n\n"
+             "For the grade, each exercise's cell runs again on its own, in a fresh Python, for at most a "
+             "minute: keep everything the function needs (its imports, any helper) in that cell. The library's "
+             "own functions are not available there, except `softmax`, `log_softmax` and the toy's constants "
+             "(and `grpo_loss` where an exercise says you may call it).\n\n"
              f"The exercises are {', '.join(e.number for e in coding)}, as numbered in the book.")
     cells = [_cell("markdown", intro, _nbgrader("markdown", f"{part}-intro"))]
     for e in coding:
         grade_id = e.label.removeprefix("ex-")
         cells += [
-            _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()}\n\n{e.text}",
+            _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()}\n\n"
+                              f"{_SOLUTION_NOTE.sub('', e.text)}",
                   _nbgrader("markdown", f"{grade_id}-text")),
             _cell("code", e.starter, _nbgrader("solution", grade_id)),
             _cell("code", f"from rl4llm.exercises import assert_correct\n\n"

@@ -1,10 +1,12 @@
 """The two kinds of checked exercise, and the verdicts they give.
 
 - A **function exercise**: the student writes a function with the signature of the library function
-  of the same name. The check runs it beside the library's reference on the toy and on seeded random
-  cases. A correct function gets a one-line confirmation; a wrong one gets the first diagnosis that
-  explains every case (each exercise lists the mistakes students make, as functions), else a stray
-  common factor (G, 1/G, ...), else the first case where it differs, with both values.
+  of the same name. The check runs it on copies of the toy and of seeded random cases, each optional
+  argument varied by name, and compares it with the library's reference. A correct function gets a
+  one-line confirmation; one that raises, returns None or changes its inputs in place is told so;
+  a wrong one gets the first diagnosis that explains every case (each exercise lists the mistakes
+  students make, as functions), else a stray common factor (G, 1/G, ...), else the first case where
+  it differs. ``rl4llm.grading`` runs the same judgement on a run made in a separate process.
 - A **numeric exercise** (by hand): the student derives one number on the toy. The answer is right
   within a stated tolerance; the common wrong values (the sign flipped, the baseline forgotten,
   ddof 1 for 0, ...) each have their message. The static book's answer boxes show the same messages,
@@ -19,7 +21,7 @@ import functools
 import importlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Real
 from typing import Callable
 
@@ -117,39 +119,99 @@ class NumericExercise:
 
 
 @dataclass(frozen=True)
+class Call:
+    """One call of a function exercise: positional ``args`` and keyword ``kwargs`` (the optional
+    arguments a check varies are passed by name, as a caller would)."""
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+
+def as_call(case) -> Call:
+    """A case as a :class:`Call` (a plain tuple is positional arguments only)."""
+    return case if isinstance(case, Call) else Call(tuple(case))
+
+
+#: Building blocks a student's function may import from ``rl4llm`` while it is graded (see
+#: ``rl4llm.grading``): a softmax and the toy's constants; never the function being checked.
+HELPERS = ("softmax", "log_softmax", "LOGITS", "REWARDS", "CORRECT", "VOCAB", "EOS_MARKER")
+
+
+@dataclass(frozen=True)
 class FunctionExercise:
     """Write the library function ``reference`` from its formula.
 
-    ``cases()`` gives the positional arguments to try (the toy first, then seeded random cases);
-    ``mistakes`` pairs what went wrong, in words, with a function that makes that mistake.
+    ``cases()`` gives the calls to try (the toy first, then seeded random cases): tuples of positional
+    arguments, or :class:`Call` for keyword arguments; ``mistakes`` pairs what went wrong, in words,
+    with a function that makes that mistake (called like the reference). ``output`` says how a
+    returned value is compared (:func:`rl4llm.grading.runner.as_output`); ``helpers`` are the
+    building blocks of ``rl4llm`` the function may import while graded.
+
+    The verdict comes from two steps that the grader also runs apart: the function runs on copies of
+    every call (:meth:`run`, here in this process; the grader runs it in a sandbox), then
+    :meth:`judge` compares what came back with the reference's values, computed here.
     """
     chapter: int
     reference: Callable
-    cases: Callable[[], list[tuple]]
+    cases: Callable[[], list]
     mistakes: tuple[tuple[str, Callable], ...] = ()
+    output: str = "first"
+    helpers: tuple[str, ...] = HELPERS
+
+    def calls(self) -> list[Call]:
+        return [as_call(case) for case in self.cases()]
+
+    def run(self, answer, calls: list[Call]) -> list[dict]:
+        """``answer`` on copies of each call, in this process (what the grader's sandbox does)."""
+        from ..grading.runner import call_on_copy
+        return [call_on_copy(answer, call.args, call.kwargs, self.output) for call in calls]
+
+    def _values(self, function, calls: list[Call]) -> list:
+        """``function``'s comparable outputs on copies of ``calls``; None where it raised."""
+        from ..grading.runner import call_on_copy
+        return [r.get("output") if isinstance(r.get("output"), np.ndarray) else None
+                for r in (call_on_copy(function, call.args, call.kwargs, self.output) for call in calls)]
 
     def verdict(self, answer) -> str:
         if not callable(answer):
             return f"{NOT_YET} the answer should be a function, got {type(answer).__name__}."
-        cases = self.cases()
-        outputs = []
-        for args in cases:
-            try:
-                outputs.append(_as_array(answer(*args)))
-            except Exception as err:      # a student's crash is reported, never raised
-                return f"{NOT_YET} your function raised {type(err).__name__}: {err} (on arguments {_show(args)})."
-        expected = [_as_array(self.reference(*args)) for args in cases]
+        calls = self.calls()
+        return self.judge(calls, self.run(answer, calls))
+
+    def crash_message(self, call: Call, kind: str, message: str) -> str:
+        return f"{NOT_YET} your function raised {kind}: {message} (on arguments {_show(call)})."
+
+    def judge(self, calls: list[Call], results: list[dict]) -> str:
+        """The verdict on ``results`` (one record per call, as :meth:`run` gives); never raises."""
+        for call, result in zip(calls, results):
+            if "raised" in result:
+                return self.crash_message(call, *result["raised"])
+        for call, result in zip(calls, results):
+            if result.get("mutated"):
+                return (f"{NOT_YET} your function modifies its inputs in place ({', '.join(result['mutated'])}, "
+                        f"on arguments {_show(call)}): the caller's arrays must come back as they went in. "
+                        "Work on a copy (np.array(x, dtype=float)), and write results to new arrays (no out= "
+                        "argument, no x[...] = or x += on an input).")
+        for call, result in zip(calls, results):
+            out = result.get("output")
+            if isinstance(out, str) and out == "none":
+                return (f"{NOT_YET} your function returned None (on arguments {_show(call)}): is its return "
+                        "statement missing?")
+            if isinstance(out, str):
+                return (f"{NOT_YET} your function returned something that is not numbers ({out.split(': ')[-1]}, "
+                        f"on arguments {_show(call)}).")
+        outputs = [result["output"] for result in results]
+        expected = self._values(self.reference, calls)
         if all(_close(o, e) for o, e in zip(outputs, expected)):
-            return f"{CORRECT} your function matches the reference on the toy and on {len(cases) - 1} other cases."
+            return f"{CORRECT} your function matches the reference on the toy and on {len(calls) - 1} other cases."
         for explanation, mistake in self.mistakes:
-            if all(_close(o, _as_array(mistake(*args))) for o, args in zip(outputs, cases)):
+            replica = self._values(mistake, calls)
+            if all(r is not None and _close(o, r) for o, r in zip(outputs, replica)):
                 return f"{NOT_YET} {explanation}."
         factor = _common_factor(outputs, expected)
         if factor is not None:
             return f"{NOT_YET} your values are the reference's times {factor:g} on every case (a stray factor)."
         i = next(i for i, (o, e) in enumerate(zip(outputs, expected)) if not _close(o, e))
-        return (f"{NOT_YET} on arguments {_show(cases[i])} the reference gives {_round(expected[i])} "
-                f"and yours {_round(outputs[i])}.")
+        return f"{NOT_YET} on arguments {_show(calls[i])} {_difference(expected[i], outputs[i])}."
 
 
 def imported_on_call(module: str, name: str) -> Callable:
@@ -179,15 +241,6 @@ def logits_and_token(rng: np.random.Generator | None) -> tuple:
     return rng.normal(size=K), int(rng.integers(K))
 
 
-def _as_array(out) -> np.ndarray:
-    out = out[0] if isinstance(out, tuple) else out          # grpo_loss returns (loss, stats)
-    out = out.detach() if hasattr(out, "detach") else out
-    try:
-        return np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        return np.asarray(np.nan)
-
-
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True))
 
@@ -210,11 +263,33 @@ def _round(a: np.ndarray):
     return np.round(a, 4).tolist()
 
 
-def _show(args) -> str:
+#: Arrays with more entries than this are described, not printed, in a verdict.
+_SHOWN = 8
+
+
+def _difference(expected: np.ndarray, yours: np.ndarray) -> str:
+    """Where ``yours`` differs from ``expected``, in a few words (whole arrays only when small)."""
+    if expected.shape != yours.shape:
+        return (f"the reference returns shape {expected.shape} and yours {yours.shape}"
+                + (f" ({_round(yours)})" if yours.size <= _SHOWN else ""))
+    if expected.size <= _SHOWN:
+        return f"the reference gives {_round(expected)} and yours {_round(yours)}"
+    wrong = ~np.isclose(yours, expected, rtol=1e-6, atol=1e-9, equal_nan=True)
+    first = tuple(int(i) for i in np.argwhere(wrong)[0])
+    return (f"{int(wrong.sum())} of the {expected.size} entries differ; the first, at index {first}, is "
+            f"{_round(expected[first])} in the reference and {_round(yours[first])} in yours")
+
+
+def _show(call) -> str:
+    call = as_call(call)
+
     def one(a):
         if hasattr(a, "detach"):
             a = a.detach().numpy()
         if isinstance(a, (np.ndarray, list, tuple)) and np.ndim(a):
-            return np.array2string(np.asarray(a), precision=3)
+            a = np.asarray(a)
+            if a.size > 2 * _SHOWN:
+                return f"a {'x'.join(map(str, a.shape))} array"
+            return np.array2string(a, precision=3)
         return f"{a:g}" if isinstance(a, Real) and not isinstance(a, bool) else repr(a)
-    return ", ".join(one(a) for a in args)
+    return ", ".join([one(a) for a in call.args] + [f"{k}={one(v)}" for k, v in call.kwargs.items()])

@@ -15,7 +15,7 @@ from ..distributions import cross_entropy, decode_probs, entropy, kl_divergence,
 from ..gradients import sft_gradient
 from ..toy import CORRECT, LOGITS
 from ..two_strings import two_spellings
-from ._core import FunctionExercise, NumericExercise, logits_and_token, toy_and_random
+from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 _PI = softmax(LOGITS)
 _LN2 = math.log(2.0)
@@ -32,10 +32,11 @@ def _ignoring_float_warnings(function):
 
 # ----------------------------------------------------------------------------- chapter 1: softmax
 def _softmax_cases() -> list[tuple]:
-    """The toy, random logits at several temperatures, a batch of rows, and huge logits (near +1000,
+    """The toy, random logits at the default and at several temperatures, a batch of rows, and huge logits (near +1000,
     and a batch with one row near +800 and one near -800) that the naive formula turns into nan."""
     rng = np.random.default_rng(0)
     return [(LOGITS, 1.0),
+            (rng.normal(size=4),),                 # the default temperature, 1
             (rng.normal(size=6), 0.5),
             (rng.normal(size=4), 3.0),
             (rng.normal(size=(3, 5)), 2.0),
@@ -43,41 +44,46 @@ def _softmax_cases() -> list[tuple]:
             (rng.normal(size=(2, 4)) + np.array([[800.0], [-800.0]]), 1.0)]
 
 
-def _normalise(weights, axis):
-    return weights / weights.sum(axis=axis, keepdims=axis is not None)
+def _softmax_variant(z, t=1.0, *, shift="row", temperature="divide", axis=-1):
+    """softmax with its typical slips: ``shift`` "row" (each row's max subtracted), "none" or "global"
+    (the whole array's max); ``temperature`` "divide", "multiply" or "ignore"; ``axis`` the axis the
+    max and the sum run over (-1, 0, or None for the whole array)."""
+    z = np.asarray(z, float)
+    z = {"divide": z / t, "multiply": z * t, "ignore": z}[temperature]
+    keep = axis is not None
+    with np.errstate(all="ignore"):
+        if shift != "none":
+            z = z - (z.max() if shift == "global" else z.max(axis=axis, keepdims=keep))
+        weights = np.exp(z)
+        return weights / weights.sum(axis=axis, keepdims=keep)
 
 
-@_ignoring_float_warnings
-def _softmax_naive(z, t):
-    return _normalise(np.exp(np.asarray(z, float) / t), -1)
-
-
-@_ignoring_float_warnings
-def _softmax_global_max(z, t):
-    z = np.asarray(z, float) / t
-    return _normalise(np.exp(z - z.max()), -1)
-
-
-def _softmax_over(axis):
-    def wrong(z, t):
-        z = np.asarray(z, float) / t
-        return _normalise(np.exp(z - z.max(axis=axis, keepdims=axis is not None)), axis)
-    return wrong
-
-
-_SOFTMAX_MISTAKES = (
-    ("the max is not subtracted: exp overflows to inf (or underflows to 0) on logits near ±1000 and the "
-     "ratio is nan; subtract the largest z / T of each row first (softmax does not change)", _softmax_naive),
-    ("the logits are multiplied by the temperature instead of divided: pi is proportional to exp(z / T), "
-     "so T < 1 sharpens and T > 1 flattens", lambda z, t: softmax(np.asarray(z, float) * t)),
-    ("the temperature is ignored: divide the logits by T before the exponential", lambda z, t: softmax(z)),
-    ("a 2-D input is normalised over the wrong axis (axis 0, down the columns): each row is one "
-     "distribution, so take the max and the sum over the last axis, with keepdims=True", _softmax_over(0)),
-    ("a 2-D input is normalised over the whole array, not row by row: each row is one distribution, so take "
-     "the max and the sum over the last axis, with keepdims=True", _softmax_over(None)),
-    ("the max is taken over the whole array, not per row: a row far below the overall max underflows to "
-     "0 / 0 = nan; subtract each row's own max (axis=-1, keepdims=True)", _softmax_global_max),
+#: Each slip of a softmax: (its variant's settings, what went wrong).
+_SOFTMAX_SLIPS = (
+    ({"shift": "none"}, "the max is not subtracted: exp overflows to inf (or underflows to 0) on logits near "
+                        "±1000 and the ratio is nan; subtract the largest z / T of each row first (softmax does "
+                        "not change)"),
+    ({"temperature": "multiply"}, "the logits are multiplied by the temperature instead of divided: pi is "
+                                  "proportional to exp(z / T), so T < 1 sharpens and T > 1 flattens"),
+    ({"temperature": "ignore"}, "the temperature is ignored: divide the logits by T before the exponential"),
+    ({"axis": 0}, "a 2-D input is normalised over the wrong axis (axis 0, down the columns): each row is one "
+                  "distribution, so take the max and the sum over the last axis, with keepdims=True"),
+    ({"axis": None}, "a 2-D input is normalised over the whole array, not row by row: each row is one "
+                     "distribution, so take the max and the sum over the last axis, with keepdims=True"),
+    ({"shift": "global"}, "the max is taken over the whole array, not per row: a row far below the overall "
+                          "max underflows to 0 / 0 = nan; subtract each row's own max (axis=-1, keepdims=True)"),
 )
+
+
+def _softmax_mistakes() -> tuple[tuple[str, object], ...]:
+    """Every slip alone, then every two slips at once (named together)."""
+    def variant(settings):
+        return lambda z, t=1.0: _softmax_variant(z, t, **settings)
+    single = tuple((said, variant(settings)) for settings, said in _SOFTMAX_SLIPS)
+    pairs = tuple((f"two slips at once: {said_1}; and {said_2}", variant({**one, **two}))
+                  for k, (one, said_1) in enumerate(_SOFTMAX_SLIPS) for two, said_2 in _SOFTMAX_SLIPS[k + 1:]
+                  if not one.keys() & two.keys() and not ("axis" in one and "shift" in two))
+    return single + pairs
 
 
 def _cold_mistakes() -> tuple[tuple[float, str], ...]:
@@ -119,8 +125,8 @@ def _sampler(z, t, k, p, *, order="stable", nucleus="reach", renormalise=True):
         return kept / kept.sum()
 
 
-def _truncate_then_heat(z, t, k, p):
-    keep = decode_probs(z, 1.0, k, p) > 0
+def _truncate_then_heat(z, t=1.0, top_k=None, top_p=None):
+    keep = decode_probs(z, 1.0, top_k, top_p) > 0
     kept = np.where(keep, softmax(z, t), 0.0)
     return kept / kept.sum()
 
@@ -131,7 +137,7 @@ def _decode_cases() -> list[tuple]:
     (libraries differ on whether top-p measures the mass before or after top-k's renormalisation); the
     other is given as "no cut", top_k = the vocabulary's size or top_p = 1 (not None, which the verdict's
     display of a case cannot format). No running mass lies within 1e-3 of a top_p below 1, so a correct
-    function cannot fail on rounding."""
+    function cannot fail on rounding. Last, the defaults: top_k or top_p given by name, or neither."""
     rng = np.random.default_rng(2)
     cases = [(LOGITS, 1.0, 2, None),
              (LOGITS, 1.0, None, 0.5),
@@ -141,7 +147,10 @@ def _decode_cases() -> list[tuple]:
              (rng.normal(size=6), 1.3, 3, None),
              (rng.normal(size=7), 0.6, None, 0.8),
              (rng.normal(size=8), 2.0, None, 0.6)]
-    return [(z, t, len(z) if k is None else k, 1.0 if p is None else p) for z, t, k, p in cases]
+    cases = [(z, t, len(z) if k is None else k, 1.0 if p is None else p) for z, t, k, p in cases]
+    # then the defaults: top_k and top_p given by name, one at a time, and neither (no cut)
+    return cases + [Call((LOGITS,), {"top_k": 2}), Call((rng.normal(size=6), 1.2), {"top_p": 0.7}),
+                    Call((rng.normal(size=5),)), Call((rng.normal(size=5), 1.5))]
 
 
 _REVERSED = ("ties are not broken toward the lower index: sorting pi and reversing (np.argsort(pi)[::-1]) "
@@ -149,21 +158,21 @@ _REVERSED = ("ties are not broken toward the lower index: sorting pi and reversi
              "kind='stable'), so that the lower index wins, as the library does (on the toy, top-k = 2 then "
              "keeps 5, not 6)")
 _DECODE_MISTAKES = (
-    (_REVERSED, lambda z, t, k, p: _sampler(z, t, k, p, order="reversed")),
-    (_REVERSED, lambda z, t, k, p: _sampler(z, t, k, p, order="reversed stable")),
+    (_REVERSED, lambda z, t=1.0, top_k=None, top_p=None: _sampler(z, t, top_k, top_p, order="reversed")),
+    (_REVERSED, lambda z, t=1.0, top_k=None, top_p=None: _sampler(z, t, top_k, top_p, order="reversed stable")),
     ("ties are broken by an unstable sort: np.argsort's default does not promise to keep equal values in "
      "index order; use np.argsort(-pi, kind='stable'), so that the lower index wins, as the library does",
-     lambda z, t, k, p: _sampler(z, t, k, p, order="unstable")),
+     lambda z, t=1.0, top_k=None, top_p=None: _sampler(z, t, top_k, top_p, order="unstable")),
     ("top-p drops the token whose mass crosses top_p: the nucleus is the smallest prefix whose mass reaches "
      "top_p, so keep a token while the mass before it is still below top_p",
-     lambda z, t, k, p: _sampler(z, t, k, p, nucleus="below")),
+     lambda z, t=1.0, top_k=None, top_p=None: _sampler(z, t, top_k, top_p, nucleus="below")),
     ("the kept probabilities are not renormalised: divide them by their sum, so that the sampler's "
-     "distribution sums to 1", lambda z, t, k, p: _sampler(z, t, k, p, renormalise=False)),
+     "distribution sums to 1", lambda z, t=1.0, top_k=None, top_p=None: _sampler(z, t, top_k, top_p, renormalise=False)),
     ("the truncation is applied before the temperature: divide the logits by T first, then choose the "
      "tokens to keep from the tempered distribution (with top-p, T changes which tokens survive)",
      _truncate_then_heat),
     ("the temperature is ignored: take the softmax of logits / T before truncating",
-     lambda z, t, k, p: decode_probs(z, 1.0, k, p)),
+     lambda z, t=1.0, top_k=None, top_p=None: decode_probs(z, 1.0, top_k, top_p)),
 )
 
 
@@ -261,6 +270,11 @@ def _forward_kl_mistakes() -> tuple[tuple[float, str], ...]:
                                            "first, and use natural logs"),
         (cross_entropy(_DATA, _PI), "that is the cross-entropy CE(p, π) = H(p) + KL(p || π): subtract the "
                                     "data's entropy H(p)"),
+        (-kl_divergence(_DATA, _PI), "the sign is flipped: that is Σ p ln(π / p); the KL is Σ p ln(p / π), "
+                                     "never negative (ln(p / π) = +2 ln 2 at 5, where the data put 0.8)"),
+        (kl_divergence(_DATA, _PI) / 10, "the decimal point slipped: the KL is 1.25 ln 2 ≈ 0.8664 nats"),
+        (0.09, "0.09 is not the KL to four decimals: 1.25 ln 2 ≈ 0.8664 nats (0.0866 has the decimal point "
+               "moved); enter four decimals"),
     )
 
 
@@ -313,7 +327,7 @@ _KL_MISTAKES = (
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch01-cold": NumericExercise(1, "P(5) at temperature T = 1/3", float(softmax(LOGITS, 1 / 3)[CORRECT]),
                                     5e-4, _cold_mistakes()),
-    "softmax": FunctionExercise(1, softmax, _softmax_cases, _SOFTMAX_MISTAKES),
+    "softmax": FunctionExercise(1, softmax, _softmax_cases, _softmax_mistakes()),
     "ex-ch02-nucleus": NumericExercise(2, "P(5) at T = 1/2 with top-p = 0.9",
                                        float(decode_probs(LOGITS, 0.5, top_p=0.9)[CORRECT]), 5e-4,
                                        _nucleus_mistakes()),

@@ -10,7 +10,7 @@ from ..estimators import (estimator_variance, group_mean_baseline_gradient, jhat
                           leave_one_out_gradient, optimal_baseline, sample_groups)
 from ..gradients import expected_reward, policy_gradient, score
 from ..toy import LOGITS, REWARDS, VOCAB
-from ._core import FunctionExercise, NumericExercise, logits_and_token, toy_and_random
+from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 
 def _logits_rewards(rng):
@@ -35,6 +35,9 @@ def _partial_credit_mistakes() -> tuple[tuple[float, str], ...]:
         (pi * (1 - pi) * r, "only the own-logit term pi(15) (1 - pi(15)) r(15) is there; raising z(15) also "
                             "lowers pi(5), which costs pi(15) pi(5) r(5)"),
         (J, "that is J itself; the question asks for the derivative dJ/dz(15) = pi(15) (r(15) - J)"),
+        (float(policy_gradient(LOGITS, PARTIAL_CREDIT)[VOCAB.index("5")]),
+         "that is dJ/dz(5) = pi(5) (r(5) - J) = 0.2 x 0.75, the derivative in the logit of 5; the question "
+         "asks for the logit of 15"),
     )
 
 
@@ -60,31 +63,6 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
 
 
 # ----------------------------------------------------------------------------- chapter 6
-class _PairExercise(FunctionExercise):
-    """A function exercise whose function returns a pair of arrays, such as ``(values, probs)``.
-
-    ``FunctionExercise`` compares only the first element of a returned tuple (``grpo_loss`` returns
-    ``(loss, stats)``); here both arrays count, stacked as two rows. ``reference`` and the mistakes
-    are given already wrapped with :func:`_both`.
-    """
-
-    def verdict(self, answer) -> str:
-        return super().verdict(_both(answer) if callable(answer) else answer)
-
-
-def _both(function):
-    """``function`` with a returned pair stacked into one (2, n) array (anything else passes unchanged)."""
-    def stacked(*args):
-        out = function(*args)
-        if isinstance(out, (tuple, list)) and len(out) == 2:
-            try:
-                return np.stack([np.asarray(part, dtype=float) for part in out])
-            except (TypeError, ValueError):       # two parts of different lengths: compared as they are
-                return np.concatenate([np.ravel(np.asarray(part, dtype=float)) for part in out])
-        return out
-    return stacked
-
-
 def _p_and_G(rng):
     if rng is None:
         return 0.2, 4
@@ -140,13 +118,23 @@ def _variance_case(rng):
     return z, r, float(rng.uniform(-1.0, 2.0)), int(rng.integers(2, 17))
 
 
-def _second_moment(z, r, b, G):
+def _variance_cases():
+    """The toy and random cases with every argument given, then the defaults (baseline 0, G = 1) and
+    each of baseline and G given by name alone."""
+    rng = np.random.default_rng(8)
+    return toy_and_random(_variance_case)() + [Call(_logits_rewards(rng)), Call(_logits_rewards(rng), {"G": 5}),
+                                               Call(_logits_rewards(rng), {"baseline": 0.4})]
+
+
+def _second_moment(z, r, baseline=0.0, G=1):
+    b = baseline
     pi = softmax(z)
     r = np.asarray(r, dtype=float)
     return float(pi @ ((r - b) ** 2 * (1 - 2 * pi + pi @ pi))) / G
 
 
-def _variance_own_coordinate_only(z, r, b, G):
+def _variance_own_coordinate_only(z, r, baseline=0.0, G=1):
+    b = baseline
     pi = softmax(z)
     r = np.asarray(r, dtype=float)
     grad = policy_gradient(z, r)
@@ -164,6 +152,9 @@ def _optimal_baseline_mistakes() -> tuple[tuple[float, str], ...]:
                                                     "E[|g|^2], expectations under pi"),
         (float(_PI @ (PARTIAL_CREDIT * g_sq)), "that is only the numerator E[r |g|^2]; divide it by "
                                                "E[|g|^2] = 0.74"),
+        (float(_PI[2] * PARTIAL_CREDIT[2] * g_sq[2] / (_PI @ g_sq)),
+         "the answer 15 is left out of the numerator: it earns 0.5 too, so E[r |g|^2] = 0.2 x 1 x 0.86 + "
+         "0.1 x 0.5 x 1.06 = 0.225, not 0.172"),
         (float((_PI * own) @ PARTIAL_CREDIT / (_PI @ own)),
          "|g(y)|^2 is not (1 - pi(y))^2: the score onehot(y) - pi has the entry -pi(i) at every other "
          "answer i too, so |g(y)|^2 = 1 - 2 pi(y) + |pi|^2"),
@@ -216,30 +207,30 @@ SPECS.update({
     "ex-ch06-lenient-se": NumericExercise(
         6, "the standard error of J-hat at G = 4 under the lenient verifier", math.sqrt(_VAR_LENIENT / _G6),
         5e-4, _lenient_se_mistakes()),
-    "jhat_distribution": _PairExercise(6, _both(jhat_distribution), toy_and_random(_p_and_G), (
+    "jhat_distribution": FunctionExercise(6, jhat_distribution, toy_and_random(_p_and_G), (
         ("the binomial coefficient C(G, k) is missing: p^k (1 - p)^(G - k) is the probability of ONE "
          "particular order of k correct answers, and C(G, k) orders give the same count",
-         _both(_jhat_no_binomial_coefficient)),
+         _jhat_no_binomial_coefficient),
         ("the values are the counts k = 0..G; J-hat is the FRACTION correct, k / G",
-         _both(_jhat_counts)),
+         _jhat_counts),
         ("p and 1 - p are swapped: k correct answers have probability p^k, the G - k wrong ones "
-         "(1 - p)^(G - k)", _both(_jhat_swapped)),
+         "(1 - p)^(G - k)", _jhat_swapped),
         ("only the probabilities came back: return the pair (values, probs), values = k / G",
-         _both(_jhat_only_probs)),
-    )),
+         _jhat_only_probs),
+    ), output="pair"),
     # chapter 8
     "ex-ch08-lenient-baseline": NumericExercise(
         8, "the optimal constant baseline b* under the lenient verifier", optimal_baseline(LOGITS, PARTIAL_CREDIT),
         5e-4, _optimal_baseline_mistakes()),
-    "estimator_variance": FunctionExercise(8, estimator_variance, toy_and_random(_variance_case), (
+    "estimator_variance": FunctionExercise(8, estimator_variance, _variance_cases, (
         ("the factor 1/G is missing: that is the variance of ONE sample; the mean of G independent "
-         "estimates has 1/G of it", lambda z, r, b, G: estimator_variance(z, r, b, 1)),
+         "estimates has 1/G of it", lambda z, r, baseline=0.0, G=1: estimator_variance(z, r, baseline, 1)),
         ("the variance is multiplied by G; averaging G independent estimates DIVIDES it by G",
-         lambda z, r, b, G: G * estimator_variance(z, r, b, 1)),
+         lambda z, r, baseline=0.0, G=1: G * estimator_variance(z, r, baseline, 1)),
         ("the variance is divided by sqrt(G): that is how the standard deviation shrinks; the variance "
-         "of a mean of G shrinks by G", lambda z, r, b, G: estimator_variance(z, r, b, 1) / math.sqrt(G)),
+         "of a mean of G shrinks by G", lambda z, r, baseline=0.0, G=1: estimator_variance(z, r, baseline, 1) / math.sqrt(G)),
         ("the baseline is missing: each estimate is (r(y) - b) score(y), not r(y) score(y)",
-         lambda z, r, b, G: estimator_variance(z, r, 0.0, G)),
+         lambda z, r, baseline=0.0, G=1: estimator_variance(z, r, 0.0, G)),
         ("|grad J|^2 is not subtracted: sum_y pi(y) (r(y) - b)^2 |g(y)|^2 is the second moment E|X|^2; "
          "the variance is E|X|^2 - |E X|^2, and E X = grad J", _second_moment),
         ("|g(y)|^2 is not (1 - pi(y))^2: the score onehot(y) - pi has the entry -pi(i) at every other "

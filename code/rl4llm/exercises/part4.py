@@ -22,7 +22,7 @@ from ..distributions import softmax
 from ..gradients import policy_gradient
 from ..toy import CORRECT, LOGITS
 from ..verifier import EOS_MARKER, addition_reward
-from ._core import NOT_YET, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
 run_exact_gradient = imported_on_call("methods", "run_exact_gradient")   # rl4llm.methods imports torch
 
@@ -187,22 +187,16 @@ _EVAL = ("it evaluates text as code (eval): a model's output must never be run, 
 
 
 class _VerifierExercise(FunctionExercise):
-    """``addition_reward``: a verifier that raises on some completion gets its own message first."""
+    """``addition_reward``: a verifier that raises on some completion gets its own message."""
 
-    def verdict(self, answer) -> str:
-        if callable(answer):
-            for prompt, completion in self.cases():
-                try:
-                    answer(prompt, completion)
-                except NotImplementedError:    # the starter's stub: the generic message says so
-                    break
-                except Exception as err:       # a student's crash is reported, never raised
-                    said = str(err)
-                    said = said if len(said) <= 80 else said[:77] + "..."
-                    return (f"{NOT_YET} your verifier raised {type(err).__name__} ({said}) on the prompt "
-                            f"{prompt!r} and the completion {completion!r}. A reward function must return "
-                            "0.0 for any text it cannot read, never raise: one crash stops a training run.")
-        return super().verdict(answer)
+    def crash_message(self, call, kind: str, message: str) -> str:
+        if kind == "NotImplementedError":      # the starter's stub: the generic message says so
+            return super().crash_message(call, kind, message)
+        prompt, completion = call.args
+        said = message if len(message) <= 80 else message[:77] + "..."
+        return (f"{NOT_YET} your verifier raised {kind} ({said}) on the prompt {prompt!r} and the completion "
+                f"{completion!r}. A reward function must return 0.0 for any text it cannot read, never raise: "
+                "one crash stops a training run.")
 
 
 _ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
@@ -278,62 +272,56 @@ def _split_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- data_parallel_loss (coding)
-_DP_KEYWORDS = ("num_processes", "loss_type", "max_completion_length")
-
-
-def _with_keywords(function):
-    """``function`` (the library's signature: four tensors, then keyword-only settings) called with
-    positional cases (logp, old_logp, advantages, mask, num_processes, loss_type, max_completion_length);
-    the check runs functions on positional cases only."""
-    def call(*args):
-        return function(*args[:4], **dict(zip(_DP_KEYWORDS, args[4:])))
-    return call
-
-
-class _KeywordExercise(FunctionExercise):
-    """A function exercise whose function takes keyword-only settings (see :func:`_with_keywords`)."""
-
-    def verdict(self, answer) -> str:
-        return super().verdict(_with_keywords(answer) if callable(answer) else answer)
-
-
 _DP_CASE_TYPES = ("bnpo", "dapo", "grpo", "dr_grpo")
 
 
 def _dp_batch(rng, B=8, T=5):
-    """(logp, old_logp, advantages, mask, T): B rows of random lengths, ratios away from 1 so that the
-    clip binds on some tokens."""
+    """(logp, old_logp, advantages, mask, ref_logp): B rows of random lengths, ratios away from 1 so
+    that the clip binds on some tokens, and a reference policy for the KL term."""
     import torch
     lengths = rng.integers(1, T + 1, size=B)
     mask = (np.arange(T)[None, :] < lengths[:, None]).astype(float)
     logp = rng.normal(-1.0, 0.3, size=(B, T)) * mask
     old = (logp + rng.normal(0.0, 0.3, size=(B, T))) * mask
+    ref = (logp + rng.normal(0.0, 0.3, size=(B, T))) * mask
     adv = rng.normal(size=B)
-    return (*(torch.tensor(x, dtype=torch.float64) for x in (logp, old, adv, mask)), T)
+    return tuple(torch.tensor(x, dtype=torch.float64) for x in (logp, old, adv, mask, ref))
 
 
 def _dp_cases():
     """The toy (the by-hand batch under bnpo on 2 processes), then every loss type on 2 and on 4
-    processes, each on its own seeded random batch."""
+    processes, each on its own seeded random batch (dr_grpo's max_completion_length above the longest
+    row), then the clip's bounds and the KL penalty varied."""
+    import torch
     rng = np.random.default_rng(0)
-    cases = [(*split_batch(), 2, "bnpo", max(SPLIT_LENGTHS))]
+    cases = [Call(split_batch(), {"num_processes": 2, "loss_type": "bnpo", "max_completion_length": max(SPLIT_LENGTHS)})]
     for P in (2, 4):
         for loss_type in _DP_CASE_TYPES:
-            *batch, T = _dp_batch(rng)
-            cases.append((*batch, P, loss_type, T))
+            *batch, _ = _dp_batch(rng)
+            cases.append(Call(tuple(batch), {"num_processes": P, "loss_type": loss_type, "max_completion_length": 7}))
+    for loss_type, settings in (("dapo", {"eps_low": 0.1, "eps_high": 0.3}),
+                                ("bnpo", {"beta": 0.1}), ("grpo", {"eps_low": 0.25, "beta": 0.05})):
+        *batch, ref = _dp_batch(rng)
+        if "beta" in settings:
+            settings = {**settings, "ref_logp": ref}
+        cases.append(Call(tuple(batch), {"num_processes": 2, "loss_type": loss_type, **settings}))
+    assert all(isinstance(x, torch.Tensor) for case in cases for x in case.args)
     return cases
 
 
 def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="grpo", max_completion_length=None,
-                dapo_local=False, dapo_no_p=False, bnpo_whole=False, summed=False, grpo_tokens=False,
-                token_sequences=False):
+                eps_low=0.2, eps_high=None, beta=0.0, ref_logp=None, dapo_local=False, dapo_no_p=False,
+                bnpo_whole=False, summed=False, grpo_tokens=False, token_sequences=False, settings_dropped=False):
     """data_parallel_loss with one of the typical mistakes switched on."""
     import torch
 
     from ..data_parallel import shard_slices
     from ..grpo import grpo_loss
+    if settings_dropped:
+        eps_low, eps_high, beta, ref_logp = 0.2, None, 0.0, None
+    settings = {"eps_low": eps_low, "eps_high": eps_high, "beta": beta}
     if bnpo_whole and loss_type == "bnpo":
-        return grpo_loss(logp, old_logp, advantages, mask, loss_type="bnpo")[0]
+        return grpo_loss(logp, old_logp, advantages, mask, loss_type="bnpo", ref_logp=ref_logp, **settings)[0]
     n_total = mask.sum().clamp(min=1)
     losses = []
     for rows in shard_slices(mask.shape[0], num_processes):
@@ -341,7 +329,8 @@ def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="g
         if token_sequences and loss_type in ("bnpo", "dapo"):
             local_type = "grpo"
         local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows], loss_type=local_type,
-                             max_completion_length=max_completion_length)
+                             max_completion_length=max_completion_length,
+                             ref_logp=None if ref_logp is None else ref_logp[rows], **settings)
         if loss_type == "dapo" and not (dapo_local or token_sequences):
             n_local = mask[rows].sum().clamp(min=1)
             local = local * n_local * (1 if dapo_no_p else num_processes) / n_total
@@ -351,15 +340,10 @@ def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="g
 
 
 def _dp(**mistake):
-    return _with_keywords(lambda *a, **k: _dp_variant(*a, **k, **mistake))
+    return lambda *args, **kwargs: _dp_variant(*args, **kwargs, **mistake)
 
 
-def _dp_reference():
-    from ..data_parallel import data_parallel_loss
-    return _with_keywords(data_parallel_loss)
-
-
-_DATA_PARALLEL_LOSS = _KeywordExercise(15, lambda *args: _dp_reference()(*args), _dp_cases, (
+_DATA_PARALLEL_LOSS = FunctionExercise(15, imported_on_call("data_parallel", "data_parallel_loss"), _dp_cases, (
     ("dapo's normaliser is the token count N of the WHOLE batch (gathered from every process) over P, "
      "not the process's own count n_p: with n_p each process computes a local token mean, which is bnpo",
      _dp(dapo_local=True)),
@@ -374,7 +358,9 @@ _DATA_PARALLEL_LOSS = _KeywordExercise(15, lambda *args: _dp_reference()(*args),
     ("bnpo and dapo are token means (every token weighs the same, whatever its row's length); averaging "
      "each row over its own tokens first, then the rows, is grpo's per-sequence aggregation",
      _dp(token_sequences=True)),
-))
+    ("the settings are not passed on to grpo_loss: eps_low, eps_high, beta and ref_logp (each process's "
+     "rows of it) change every process's loss", _dp(settings_dropped=True)),
+), helpers=HELPERS + ("grpo.grpo_loss",))
 
 
 # ============================================================================ chapter 16
@@ -402,6 +388,8 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
         (math.exp(x) + x - 1, "the log term's sign is flipped: k3 = ratio - ln(ratio) - 1, which is never "
                               "negative"),
         (math.exp(x) - math.log10(math.exp(x)) - 1, "that uses log10; the book's logs are natural (ln)"),
+        (x, "that is ln(ratio) = ln(pi_ref / pi_theta) = ln 0.25, k3's log term alone (k1 with its sign "
+            "flipped); k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1"),
     )
 
 
@@ -414,7 +402,18 @@ def _exact_case(rng):
             rng.uniform(0.0, 1.0, size=K))
 
 
-def _exact_variant(steps, lr, logits, rewards, *, sign=1.0, baseline=True, start=True, track="best", sft=False):
+def _exact_cases():
+    """The toy and random cases with every argument given, then the defaults (30 steps of lr 1 on the
+    toy) and steps and lr given by name."""
+    rng = np.random.default_rng(16)
+    _, _, z, r = _exact_case(rng)
+    return toy_and_random(_exact_case)() + [Call(()), Call((), {"steps": 5, "lr": 0.5}),
+                                            Call((), {"steps": 4, "logits": z, "rewards": r})]
+
+
+def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, baseline=True, start=True, track="best",
+                   sft=False):
+    rewards = np.eye(len(LOGITS))[CORRECT] if rewards is None else rewards
     z, r = np.array(logits, dtype=float), np.asarray(rewards, dtype=float)
     best = int(np.argmax(r))
 
@@ -432,17 +431,17 @@ def _exact_variant(steps, lr, logits, rewards, *, sign=1.0, baseline=True, start
     return np.array(curve)
 
 
-_RUN_EXACT_GRADIENT = FunctionExercise(16, run_exact_gradient, toy_and_random(_exact_case), (
+_RUN_EXACT_GRADIENT = FunctionExercise(16, run_exact_gradient, _exact_cases, (
     ("the sign is flipped: RL ASCENDS on J, z <- z + lr grad J (descent lowers pi(best))",
-     lambda *a: _exact_variant(*a, sign=-1.0)),
+     lambda *a, **k: _exact_variant(*a, **k, sign=-1.0)),
     ("the baseline is missing: grad J = pi * (r - J), not pi * r",
-     lambda *a: _exact_variant(*a, baseline=False)),
+     lambda *a, **k: _exact_variant(*a, **k, baseline=False)),
     ("the curve must start with pi(best) before the first step: steps + 1 values",
-     lambda *a: _exact_variant(*a, start=False)),
+     lambda *a, **k: _exact_variant(*a, **k, start=False)),
     ("the curve tracks J = sum pi r, which equals pi(5) only on the toy's 0/1 rewards; track pi of the "
-     "best-rewarded answer, argmax(r)", lambda *a: _exact_variant(*a, track="J")),
+     "best-rewarded answer, argmax(r)", lambda *a, **k: _exact_variant(*a, **k, track="J")),
     ("that is SFT on the best answer, z <- z - lr (pi - onehot(best)); the exact-gradient learner follows "
-     "grad J = pi * (r - J)", lambda *a: _exact_variant(*a, sft=True)),
+     "grad J = pi * (r - J)", lambda *a, **k: _exact_variant(*a, **k, sft=True)),
 ))
 
 

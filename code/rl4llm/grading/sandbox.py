@@ -1,0 +1,175 @@
+"""Grade one exercise out of process: the student's cell runs in a fresh Python that the grader
+controls, and the verdict is computed here, from numbers only.
+
+:func:`grade` writes the calls of the exercise (from ``rl4llm.exercises.SPECS``, computed in this
+process, as are the reference's values and every mistake's) into a temporary folder, starts
+``python -I runner.py`` there with a time limit, its output going to a size-capped file, and reads
+back ``result.json`` (bounded JSON) and ``out<i>.npy`` (``allow_pickle=False``). A timeout, a crash,
+an import error in the cell or a use of the library is a verdict of its own; otherwise
+:meth:`FunctionExercise.judge` gives the same message as the chapter's check cell.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..exercises import SPECS, Verdict
+from ..exercises._core import NOT_YET, FunctionExercise
+from .runner import encode
+
+#: Seconds one exercise's process may run (the student's cell and every call).
+TIMEOUT = 60.0
+#: Characters of ``print`` output kept (the rest is counted and dropped).
+KEPT_OUTPUT = 4000
+#: Bytes the process may write to its standard streams directly (beyond ``print``) before it is stopped.
+MAX_STREAM_BYTES = 8 * 2 ** 20
+_RESULT_BYTES = 2 ** 20
+_RUNNER = Path(__file__).with_name("runner.py")
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The grader's verdict on one exercise: ``correct`` decides the point; ``message`` says why;
+    ``seconds`` is how long the exercise's process ran."""
+    exercise_id: str
+    correct: bool
+    message: str
+    seconds: float
+
+
+def _constants() -> dict:
+    from .. import toy
+    from ..verifier import EOS_MARKER
+    return {"LOGITS": toy.LOGITS, "REWARDS": toy.REWARDS, "CORRECT": toy.CORRECT, "VOCAB": list(toy.VOCAB),
+            "EOS_MARKER": EOS_MARKER}
+
+
+def allowed_helpers(exercise_id: str) -> list[str]:
+    """The building blocks the exercise's code may import from ``rl4llm``: the spec's helpers, less
+    the function being checked (``softmax`` may not be imported to write ``softmax``)."""
+    return [h for h in SPECS[exercise_id].helpers if h.split(".")[-1] != exercise_id]
+
+
+def _write_job(folder: Path, exercise_id: str, source: str, function: str) -> list:
+    spec = SPECS[exercise_id]
+    calls = spec.calls()
+    allowed = allowed_helpers(exercise_id)
+    constants = {k: v for k, v in _constants().items() if k in allowed}
+    job = {"source": source, "function": function, "output": spec.output, "allowed": allowed,
+           "max_output": KEPT_OUTPUT,
+           "constants": {name: encode(value, folder, f"const_{name}") for name, value in constants.items()},
+           "calls": [{"args": [encode(a, folder, f"c{i}_a{j}") for j, a in enumerate(call.args)],
+                      "kwargs": {k: encode(v, folder, f"c{i}_k_{k}") for k, v in call.kwargs.items()}}
+                     for i, call in enumerate(calls)]}
+    (folder / "job.json").write_text(json.dumps(job))
+    shutil.copy(_RUNNER, folder / "runner.py")
+    return calls
+
+
+def _limit_streams() -> None:                        # in the child, before exec
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_STREAM_BYTES, MAX_STREAM_BYTES))
+
+
+def _run(folder: Path, timeout: float) -> tuple[str | None, str]:
+    """Run the job; (None, stderr tail) when it finished, else (what stopped it, stderr tail)."""
+    with open(folder / "streams.txt", "wb") as streams:
+        child = subprocess.Popen([sys.executable, "-I", "runner.py", str(folder)], cwd=folder, stdin=subprocess.DEVNULL,
+                                 stdout=streams, stderr=streams, start_new_session=True, preexec_fn=_limit_streams,
+                                 env={"PATH": os.environ.get("PATH", ""), "HOME": str(folder),
+                                      "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            return f"did not finish within {timeout:g} s (an endless loop, or a very slow one?)", ""
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)        # anything the cell started is stopped too
+            except ProcessLookupError:
+                pass
+    tail = (folder / "streams.txt").read_bytes()[-600:].decode("utf-8", "replace")
+    if code == -signal.SIGXFSZ or (folder / "streams.txt").stat().st_size >= MAX_STREAM_BYTES:
+        return f"wrote more than {MAX_STREAM_BYTES // 2 ** 20} MB of output, and was stopped", ""
+    if code != 0 or not (folder / "result.json").is_file():
+        return f"stopped with exit code {code}", tail
+    return None, tail
+
+
+def _read_result(folder: Path, calls) -> dict | None:
+    path = folder / "result.json"
+    if path.stat().st_size > _RESULT_BYTES:
+        return None
+    try:
+        record = json.loads(path.read_text())
+        results = []
+        for entry in record["calls"][:len(calls)]:
+            result = {"mutated": [str(m) for m in entry.get("mutated", [])][:10]}
+            if "raised" in entry:
+                result["raised"] = tuple(str(x)[:300] for x in entry["raised"][:2])
+            elif "status" in entry:
+                result["output"] = str(entry["status"])[:100]
+            else:
+                name = Path(str(entry["output"])).name
+                result["output"] = np.array(np.load(folder / name, allow_pickle=False), dtype=float)
+            results.append(result)
+        record["results"] = results
+        return record
+    except (ValueError, KeyError, TypeError, OSError, IndexError, AttributeError):
+        return None
+
+
+def grade(exercise_id: str, source: str, function: str, timeout: float = TIMEOUT) -> Grade:
+    """The verdict on ``function`` defined by the cell ``source``, for the coding exercise
+    ``exercise_id``, computed out of process (see the module's docstring). Never raises on the
+    student's code; an unknown ``exercise_id`` or a by-hand one raises ``ValueError``."""
+    spec = SPECS.get(exercise_id)
+    if not isinstance(spec, FunctionExercise):
+        coding = sorted(k for k, v in SPECS.items() if isinstance(v, FunctionExercise))
+        raise ValueError(f"exercise_id must be one of the coding exercises {coding}, got {exercise_id!r}")
+    if not isinstance(source, str) or not isinstance(function, str) or not function.isidentifier():
+        raise ValueError(f"source must be text and function a name, got {type(source).__name__}, {function!r}")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rl4llm-grade-") as tmp:
+        folder = Path(tmp)
+        calls = _write_job(folder, exercise_id, source, function)
+        stopped, tail = _run(folder, timeout)
+        record = None if stopped else _read_result(folder, calls)
+        message = _message(spec, calls, function, stopped, tail, record, allowed_helpers(exercise_id))
+    return Grade(exercise_id, Verdict(message).correct, message, time.perf_counter() - start)
+
+
+def _message(spec, calls, function, stopped, tail, record, allowed) -> str:
+    if stopped:
+        detail = f" Its last output: {tail.strip()[-300:]!r}." if tail.strip() else ""
+        return f"{NOT_YET} your code {stopped}; this exercise scores 0.{detail}"
+    if record is None:
+        return f"{NOT_YET} your code's results could not be read back (were files in its folder overwritten?)."
+    if record.get("library"):
+        return (f"{NOT_YET} your code uses the library's own function ({record['library']}), which graded "
+                "code may not: write the function from its formula (of rl4llm, it may import only "
+                f"{', '.join(allowed)}); this exercise scores 0.")
+    if record.get("cell_raised"):
+        kind, said, line = (list(record["cell_raised"]) + [None, None, None])[:3]
+        where = f" on line {line}" if isinstance(line, int) else ""
+        return f"{NOT_YET} your cell raised {kind}{where} before defining {function}: {said}"
+    if record.get("undefined"):
+        return f"{NOT_YET} your cell does not define a function named {function}."
+    if len(record["results"]) < len(calls):
+        return f"{NOT_YET} your code stopped before every case was run."
+    message = spec.judge(calls, record["results"])
+    printed = record.get("printed")
+    if isinstance(printed, int) and printed > KEPT_OUTPUT:
+        message += f" (Your code printed {printed:,} characters; the grader kept the first {KEPT_OUTPUT:,}.)"
+    return message

@@ -1,0 +1,300 @@
+"""The course as data, for an instructor: every exercise's kind, objective and points, the rubrics
+of the work graded by hand, the 4-week syllabus (lectures, reading, what is due) and the end-of-module
+project. The instructor guide (book/instructor_guide.ipynb) prints its tables from here;
+``tests/test_coursework.py`` and ``tests/test_syllabus.py`` hold every exercise of the book to it.
+
+Kinds. A chapter names an exercise's kind at the end of its title, "(by hand)", "(coding)" or
+"(experiment)" (``rl4llm.coursework.exercises`` reads it). The exercises written before that
+convention name none, so an assignment plan that reads titles skipped them; :data:`UNTITLED_KINDS`
+gives theirs: most are *written* work (derive, prove or explain, and check it with the library: a
+short write-up graded by hand with ``RUBRICS["written"]``), the others experiments.
+
+Times are estimates (minutes a student is expected to spend), not measurements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .coursework import Exercise
+
+KINDS = ("by hand", "coding", "written", "experiment")
+
+#: How each kind is handed in and graded.
+GRADED_BY = {
+    "by hand": "one number, checked automatically (answer box or check cell; nbgrader)",
+    "coding": "one function, checked automatically (nbgrader or the pytest route)",
+    "written": "a short write-up (a derivation or an argument, with its numerical check), graded by hand",
+    "experiment": "a prediction, the runs and an explanation, graded by hand",
+}
+
+#: The kind of each exercise whose title names none.
+UNTITLED_KINDS = {
+    **dict.fromkeys([
+        "ex-ch01-shift", "ex-ch01-limits", "ex-ch02-best-temperature", "ex-ch02-topk-temperature",
+        "ex-ch02-ties", "ex-ch03-length", "ex-ch03-verifier", "ex-ch04-sum-zero", "ex-ch05-two-labels",
+        "ex-ch05-infinity", "ex-ch05-break-reward", "ex-ch06-group-size", "ex-ch06-noise-floor",
+        "ex-ch06-unbiased", "ex-ch07-sum-zero", "ex-ch07-lr-ratio", "ex-ch08-shift", "ex-ch08-coordinate",
+        "ex-ch08-samples", "ex-ch09-rloo", "ex-ch09-zero-signal", "ex-ch10-variance", "ex-ch10-support",
+        "ex-ch11-cliphigher", "ex-ch11-first-step", "ex-ch12-telescoping", "ex-ch12-flat",
+        "ex-ch13-aggregation", "ex-ch14-padding", "ex-ch15-units", "ex-ch15-accumulation",
+        "ex-ch15-kl-correction", "ex-ch15-four-processes"], "written"),
+    **dict.fromkeys([
+        "ex-ch04-gibbs", "ex-ch04-half", "ex-ch05-reliable-zero", "ex-ch10-reverse", "ex-ch11-early-stop",
+        "ex-ch14-clip", "ex-ch16-knobs"], "experiment"),
+}
+
+#: What a student can do after each exercise (by label).
+OBJECTIVES = {
+    "ex-ch01-shift": "prove that softmax ignores a common shift of the logits but not a common scale",
+    "ex-ch01-limits": "derive the greedy and uniform limits of temperature and say why T = 0 is refused",
+    "ex-ch01-cold": "compute a tempered softmax by hand from the toy's weights",
+    "ex-ch01-write-softmax": "implement a softmax that is stable for huge logits, with temperature, on any batch",
+    "ex-ch01-slider": "predict a probability ratio under temperature before seeing it",
+    "ex-ch02-best-temperature": "find by calculus the temperature that maximises a token's probability",
+    "ex-ch02-topk-temperature": "bound what truncation and temperature together can do to a rare answer",
+    "ex-ch02-ties": "reason about tie-breaking in top-k and top-p and why libraries can disagree",
+    "ex-ch02-nucleus": "apply temperature, then top-p, by hand",
+    "ex-ch02-write-decode-probs": "implement the sampler's distribution: temperature, then top-k, then top-p",
+    "ex-ch02-sliders": "predict when a colder, truncated sampler loses the correct answer",
+    "ex-ch03-talkative": "compute a string's probability, end-of-sequence included, and a total over spellings",
+    "ex-ch03-length": "compare sequences of different lengths with log-probabilities",
+    "ex-ch03-verifier": "enumerate what a verifier accepts and what the policy can produce",
+    "ex-ch03-write-sequence-probability": "implement a string's probability as a product of conditionals",
+    "ex-ch03-sliders": "predict when the long spelling of an answer overtakes the short one",
+    "ex-ch04-gibbs": "check Gibbs' inequality numerically and state when it is an equality",
+    "ex-ch04-half": "find a learning rate by bisection on the SFT step",
+    "ex-ch04-sum-zero": "explain why the SFT gradient sums to zero, from shift invariance",
+    "ex-ch04-noisy-labels": "compute a cross-entropy under noisy labels from the surprises",
+    "ex-ch04-write-sft-gradient": "implement the SFT gradient pi - onehot(y)",
+    "ex-ch04-slider": "predict one SFT step's effect on the correct answer from the gradient",
+    "ex-ch05-two-labels": "find the forward-KL optimum of a two-label data set",
+    "ex-ch05-infinity": "tell which KL direction becomes infinite on missing support, and what that does to a fit",
+    "ex-ch05-break-reward": "find completions that fool a naive verifier and one it wrongly rejects",
+    "ex-ch05-reliable-zero": "run SFT and RL from another start and explain how RL treats the second spelling",
+    "ex-ch05-forward-kl": "compute the forward KL that SFT minimises, by hand",
+    "ex-ch05-write-kl": "implement KL(p || q) with the 0 ln 0 and infinite cases",
+    "ex-ch05-slider": "predict what doubling the learning rate does to the SFT and RL curves",
+    "ex-ch06-lenient-se": "compute the standard error of the group estimate under partial credit",
+    "ex-ch06-group-size": "size a group for a target standard error and for a rare all-wrong group",
+    "ex-ch06-noise-floor": "decide whether a difference over seeds is convincing, and how many seeds it needs",
+    "ex-ch06-unbiased": "prove the group estimate unbiased and tell unbiasedness from a typical value",
+    "ex-ch06-write-jhat-distribution": "implement the binomial law of the group estimate",
+    "ex-ch06-bell": "predict the standard error and the shape of the estimate's law as G grows",
+    "ex-ch07-partial-credit": "compute a policy-gradient component by hand under partial credit",
+    "ex-ch07-sum-zero": "prove that the policy gradient sums to zero over the logits, two ways",
+    "ex-ch07-lr-ratio": "derive when an RL step equals an SFT step, and what a tiny J does to RL",
+    "ex-ch07-write-score": "implement the score onehot(y) - pi of a softmax policy",
+    "ex-ch07-write-policy-gradient": "implement the exact gradient pi * (r - J)",
+    "ex-ch07-slider": "predict how much faster SFT moves than RL at a given learning rate",
+    "ex-ch08-lenient-baseline": "compute the variance-optimal constant baseline by hand",
+    "ex-ch08-shift": "show how the optimal baseline moves when rewards are shifted or scaled",
+    "ex-ch08-coordinate": "compute one coordinate's variance with and without a baseline",
+    "ex-ch08-samples": "compare more samples with a baseline as ways to reduce variance",
+    "ex-ch08-write-estimator-variance": "implement the estimator's total variance for a baseline and G",
+    "ex-ch08-overshoot": "predict what a baseline set too high does to the variance",
+    "ex-ch09-group-step": "compute one group's rewards, advantages and step by hand",
+    "ex-ch09-rloo": "derive the leave-one-out baseline's relation to the group mean, and its mean and variance",
+    "ex-ch09-zero-signal": "find when a group carries no signal and size G to keep that rare",
+    "ex-ch09-write-group-gradient": "implement the group-mean-baseline estimate for one group",
+    "ex-ch09-lr": "predict how the learning rate changes the spread of learning curves over seeds",
+    "ex-ch10-weight": "compute an importance weight by hand after one update",
+    "ex-ch10-write-importance-ratios": "implement importance ratios in log space",
+    "ex-ch10-variance": "derive the variance of a reweighted estimate and when it beats a fresh one",
+    "ex-ch10-reverse": "measure a reweighted estimate when the stale policy is more confident than the new one",
+    "ex-ch10-support": "explain why reweighting cannot fix missing support, and relate it to top-k sampling",
+    "ex-ch10-drift": "predict from the odds ratio how far the policies may drift before reuse is unsafe",
+    "ex-ch11-negative": "evaluate the clipped objective by hand for a negative advantage",
+    "ex-ch11-write-clipped-objective": "implement PPO's clipped surrogate, with an asymmetric band",
+    "ex-ch11-cliphigher": "say which clip cases an asymmetric band changes, and why DAPO uses one",
+    "ex-ch11-first-step": "show that the first inner step of PPO is the REINFORCE step",
+    "ex-ch11-early-stop": "find where a KL early-stopping rule would end the inner loop, and what it saves",
+    "ex-ch11-long-reuse": "predict what many inner steps on one group do once the clip binds",
+    "ex-ch12-by-hand": "compute TD errors and GAE advantages by hand with a discount",
+    "ex-ch12-write-gae": "implement GAE, discounting and bootstrap value included",
+    "ex-ch12-telescoping": "prove that GAE at lambda = 1 is return minus value, and what a perfect critic gives",
+    "ex-ch12-flat": "work out what GRPO's flat credit does to boilerplate and decisive tokens",
+    "ex-ch12-equal-credit": "predict how lambda and gamma spread credit over an episode's steps",
+    "ex-ch13-advantage": "compute a group-normalised advantage by hand under partial credit",
+    "ex-ch13-write-group-advantages": "implement GRPO's group advantages with scale, ddof and eps",
+    "ex-ch13-aggregation": "compute each loss aggregation's per-token weights and its length bias",
+    "ex-ch13-write-grpo-loss": "implement GRPO's loss in torch: clip, KL penalty (k3) and every aggregation",
+    "ex-ch13-pairs": "list the advantages of groups of two and compare G = 2 with G = 8",
+    "ex-ch13-leash": "predict where the KL leash holds the policy for a given beta",
+    "ex-ch14-clip": "make the clip bind in a real run and say which tokens it clips",
+    "ex-ch14-padding": "give the position ids a left-padded batch needs, and what breaks without them",
+    "ex-ch14-seeds": "size a comparison over seeds from the noise floor",
+    "ex-ch14-verifier": "implement a verifier that model output can neither fool nor crash",
+    "ex-ch14-break": "break GRPO one knob at a time, predicting each run first",
+    "ex-ch15-units": "translate a run's settings into TRL's configuration fields",
+    "ex-ch15-accumulation": "decide for each loss type whether gradient accumulation gives the whole-batch gradient",
+    "ex-ch15-kl-correction": "say what TRL's KL bias correction changes when the ratio is 1",
+    "ex-ch15-four-processes": "find which loss types survive splitting a batch over four processes",
+    "ex-ch15-split": "compute by hand the bnpo loss two data-parallel processes follow",
+    "ex-ch15-write-data-parallel": "implement the loss that P processes follow for every aggregation",
+    "ex-ch15-default-lr": "rerun TRL with its default learning rate and explain what the tiny model does",
+    "ex-ch16-knobs": "name each method's step-size knob and check it by halving and doubling it",
+    "ex-ch16-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
+    "ex-ch16-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
+    "ex-ch16-write-exact-gradient": "implement the exact-gradient learner every method approximates",
+}
+
+#: Points of an exercise of each kind; a kind graded by hand has a rubric that adds up to them.
+POINTS = {"by hand": 1, "coding": 2, "written": 3, "experiment": 5}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    points: int
+    earns: str          # what earns the points
+
+
+#: Rubrics of the work graded by hand. An experiment's rubric reads with its objective: the
+#: explanation earns its points when it reaches the objective (the solution says what to look for).
+RUBRICS = {
+    "written": (
+        Criterion(1, "the result asked for (a value, a formula or a yes/no), correct"),
+        Criterion(2, "the derivation or argument: each step follows from the chapter's formulas; where the "
+                     "exercise asks for a numerical check, the code and its output agree with the result"),
+    ),
+    "experiment": (
+        Criterion(1, "a prediction written before the run, with a reason from the chapter's formulas"),
+        Criterion(2, "the runs or slider positions asked for, stated so that they can be repeated (settings, "
+                     "seeds), with the numbers or plot that answer the question"),
+        Criterion(2, "an explanation of what was seen that reaches the exercise's objective; a wrong prediction, "
+                     "explained, earns these points in full"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Lecture:
+    title: str
+    chapters: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Week:
+    title: str
+    lectures: tuple[Lecture, ...]
+
+    @property
+    def chapters(self) -> tuple[int, ...]:
+        return tuple(c for lecture in self.lectures for c in lecture.chapters)
+
+
+#: Four weeks, two lectures each, one part of the book a week.
+WEEKS = (
+    Week("Part I: from softmax to SFT", (Lecture("Distributions, decoding and strings", (1, 2, 3)),
+                                         Lecture("Cross-entropy, SFT and the two KLs", (4, 5)))),
+    Week("Part II: the RL core", (Lecture("Estimating reward; the score function", (6, 7)),
+                                  Lecture("Baselines and the on-policy loop", (8, 9)))),
+    Week("Part III: reusing samples, trust regions, GRPO", (Lecture("Importance sampling and PPO's clip", (10, 11)),
+                                                            Lecture("Credit assignment and GRPO", (12, 13)))),
+    Week("Part IV: GRPO on a real model", (Lecture("GRPO on a tiny transformer", (14,)),
+                                           Lecture("From the book to TRL; the methods side by side", (15, 16)))),
+)
+
+#: What a student can do after each chapter.
+CHAPTER_OBJECTIVES = {
+    1: "turn logits into probabilities with a stable softmax; predict what temperature does (it never "
+       "reorders the answers)",
+    2: "name the distribution a sampler draws from (temperature, then top-k, then top-p); explain why "
+       "decoding cannot make a rare answer the likeliest",
+    3: "compute a string's probability as a product of conditionals, end-of-sequence included; explain why "
+       "two spellings of one answer differ",
+    4: "compute entropy, cross-entropy and KL and use CE = H + KL; derive the SFT gradient pi - onehot and "
+       "take one SFT step",
+    5: "identify SFT as forward KL and tell it from reverse KL; explain why SFT drains a second spelling; "
+       "write a verifier that never evaluates text",
+    6: "estimate the expected reward by sampling; derive the law and standard error of the group estimate; "
+       "compare settings over seeds with a noise floor",
+    7: "derive the score-function gradient and compute a softmax policy's score by hand; see REINFORCE as "
+       "SFT on the model's own samples, weighted by reward",
+    8: "show that a constant baseline leaves the gradient unchanged; compute the estimator's variance and "
+       "its 1/G law; derive the best constant baseline",
+    9: "write the on-policy loop and the group-mean estimate; predict zero-signal groups; read learning-curve "
+       "bands over seeds before comparing settings",
+    10: "compute importance ratios in log space; derive the variance of a reweighted estimate; predict when "
+        "reusing a group is safe",
+    11: "measure an update by KL; evaluate PPO's clipped objective and its gradient for both signs of the "
+        "advantage; read clip fractions over inner steps",
+    12: "compute TD errors and GAE by hand; say what lambda and gamma control; say what GRPO's flat "
+        "per-token advantage gives up",
+    13: "assemble GRPO; compute group advantages (ddof 0 against TRL's 1) and each loss aggregation's length "
+        "bias; write grpo_loss; compare settings against a noise floor",
+    14: "write a verifier that model output can neither fool nor crash; run GRPO on a tiny transformer and read "
+        "its diagnostics; tell a run's machine-dependent digits from what holds on every CPU; size a comparison "
+        "over seeds",
+    15: "map the book's knobs onto TRL's GRPOConfig and spot the defaults that change the algorithm; check TRL's "
+        "loss against the book's on one batch; compute what splitting a batch over processes does to each "
+        "normaliser",
+    16: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
+        "penalty and contrast it with k1",
+}
+
+#: Estimated minutes per chapter: (reading its text and code, doing its exercises).
+MINUTES = {1: (25, 40), 2: (35, 55), 3: (30, 45), 4: (40, 60), 5: (55, 75), 6: (60, 75), 7: (45, 60),
+           8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (75, 90), 14: (60, 75),
+           15: (50, 75), 16: (35, 50)}
+
+
+@dataclass(frozen=True)
+class Project:
+    title: str
+    week_released: int
+    week_due: int
+    points: int
+    brief: str
+    deliverables: tuple[str, ...]
+    rubric: tuple[Criterion, ...]
+
+
+#: The end-of-module project, on chapter 14's trainer.
+PROJECT = Project(
+    title="One knob of GRPO, measured",
+    week_released=3, week_due=4, points=20,
+    brief=("Choose one field of `rl4llm.trainer.GRPOConfig` (not `seed`, `device` or `num_threads`) and a second "
+           "value for it. Predict, from the book's formulas, how moving it changes the tiny transformer's final "
+           "held-out accuracy and one diagnostic of `GRPOTrainer.metrics` (clip fraction, KL, zero-signal "
+           "groups...). Starting from chapter 14's warm start with `chapter14_config()` (shortened if the "
+           "budget needs it, the same for both settings), run `GRPOTrainer` at both values over enough seeds "
+           "to call the difference you predicted (size it with `rl4llm.statistics.seeds_needed` and the spread "
+           "chapter 14 prints), and report whether the difference clears the noise floor "
+           "(`rl4llm.statistics.verdict`)."),
+    deliverables=("a notebook that runs top to bottom and reproduces every number it states",
+                  "a one-page report: prediction, design, results with their noise floor, explanation"),
+    rubric=(
+        Criterion(3, "a prediction stated before the runs, for the accuracy and the diagnostic, with the "
+                     "formula or mechanism it comes from"),
+        Criterion(4, "a design that can answer it: one field changed, everything else fixed and stated, the "
+                     "number of seeds sized with seeds_needed from a stated spread and difference"),
+        Criterion(4, "the runs reproduce: configurations and seeds in the notebook, which runs top to bottom "
+                     "and prints every number the report uses"),
+        Criterion(5, "results read correctly: means and spread over seeds, the noise floor, and a verdict "
+                     "that does not claim more than the floor allows; the diagnostic plotted over steps"),
+        Criterion(4, "an explanation that connects what was seen (or not seen) to the book's formulas for "
+                     "that field, including why the prediction held or failed"),
+    ),
+)
+
+
+def kind(exercise: Exercise) -> str:
+    """The exercise's kind: its title's, or :data:`UNTITLED_KINDS`'s."""
+    return exercise.kind or UNTITLED_KINDS[exercise.label]
+
+
+def points(exercise: Exercise) -> int:
+    return POINTS[kind(exercise)]
+
+
+def total(rubric) -> int:
+    return sum(criterion.points for criterion in rubric)
+
+
+def assigned(chapter_exercises: list[Exercise]) -> list[Exercise]:
+    """What the 4-week plan assigns from one chapter: every by-hand and coding exercise (checked
+    automatically), its first written exercise and its first experiment (graded by hand)."""
+    chosen = [e for e in chapter_exercises if kind(e) in ("by hand", "coding")]
+    for graded_by_hand in ("written", "experiment"):
+        chosen += [e for e in chapter_exercises if kind(e) == graded_by_hand][:1]
+    return sorted(chosen, key=lambda e: int(e.number.split(".")[1]))

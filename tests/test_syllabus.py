@@ -1,0 +1,35 @@
+"""The syllabus (rl4llm.syllabus): four weeks that cover the book once, in order, and assign each
+chapter's checked work and its work graded by hand; a project on chapter 14's trainer."""
+from dataclasses import fields
+from pathlib import Path
+
+from rl4llm.coursework import PARTS, exercises
+from rl4llm.syllabus import CHAPTER_OBJECTIVES, MINUTES, PROJECT, WEEKS, assigned, kind
+from rl4llm.trainer import GRPOConfig
+
+CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_four_weeks_cover_every_chapter_once_in_order_as_the_parts_do():
+    assert len(WEEKS) == 4 and all(len(week.lectures) == 2 for week in WEEKS)
+    assert [c for week in WEEKS for c in week.chapters] == list(range(1, 17))
+    assert [tuple(week.chapters) for week in WEEKS] == [tuple(numbers) for _, numbers in PARTS.values()]
+    assert set(CHAPTER_OBJECTIVES) == set(MINUTES) == set(range(1, 17))
+    assert all(read > 0 and work > 0 for read, work in MINUTES.values())
+
+
+def test_each_chapter_assigns_its_checked_work_and_one_of_each_kind_graded_by_hand():
+    for path in CHAPTERS:
+        chapter_exercises = exercises(path)
+        chosen = assigned(chapter_exercises)
+        kinds = [kind(e) for e in chosen]
+        assert {e.label for e in chapter_exercises if kind(e) in ("by hand", "coding")} <= {e.label for e in chosen}
+        assert kinds.count("experiment") == 1, path.name
+        assert kinds.count("written") == min(1, sum(kind(e) == "written" for e in chapter_exercises)), path.name
+        assert [e.number for e in chosen] == [e.number for e in chapter_exercises if e in chosen]
+
+
+def test_the_project_runs_on_chapter_14s_trainer_within_the_module():
+    assert 1 <= PROJECT.week_released <= PROJECT.week_due == len(WEEKS)
+    assert "GRPOTrainer" in PROJECT.brief and "GRPOConfig" in PROJECT.brief and "chapter14_config" in PROJECT.brief
+    assert {"seed", "device", "num_threads"} <= {f.name for f in fields(GRPOConfig)}
