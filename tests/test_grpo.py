@@ -188,6 +188,47 @@ def test_all_masked_batch_is_finite():
         assert float(loss.detach()) == 0.0 and stats["clip_fraction"] == 0.0
 
 
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("extreme", [-1e4, 1e4, -math.inf])
+def test_padding_with_an_extreme_log_prob_changes_nothing(loss_type, dtype, extreme):
+    """A padded position whose log-probs overflow exp (ref - logp = 1e4, or logp - old = 1e4) must
+    leave the loss and its gradient exactly as with harmless padding: the exponents are masked
+    before exp, so no inf * 0 = NaN reaches the loss."""
+    logp = torch.tensor([[-0.7, -1.2, -0.3], [-2.0, -0.1, 0.0]], dtype=dtype)
+    old = logp + torch.tensor([[0.1, -0.2, 0.0], [0.05, 0.0, 0.0]], dtype=dtype)
+    ref = logp + torch.tensor([[-0.3, 0.2, 0.0], [0.4, -0.1, 0.0]], dtype=dtype)
+    adv = torch.tensor([1.3, -0.6], dtype=dtype)
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]], dtype=dtype)     # (1, 2) is padding
+
+    def run(logp_pad, old_pad, ref_pad):
+        x, o, r = logp.clone(), old.clone(), ref.clone()
+        x[1, 2], o[1, 2], r[1, 2] = logp_pad, old_pad, r[1, 2] if ref_pad is None else ref_pad
+        x.requires_grad_(True)
+        loss, stats = grpo_loss(x, o, adv, mask, beta=0.04, ref_logp=r, loss_type=loss_type,
+                                max_completion_length=3)
+        loss.backward()
+        return loss.detach(), x.grad, stats
+
+    clean_loss, clean_grad, clean_stats = run(0.0, 0.0, 0.0)
+    # the padded log-prob itself extreme (k3's exp(ref - logp) overflows for -1e4),
+    # the old log-prob extreme (the ratio's exp(logp - old) overflows for -1e4 there),
+    # the reference's extreme (exp(ref - logp) overflows for +1e4)
+    for pads in ((extreme, 0.0, 0.0), (0.0, extreme, 0.0), (0.0, 0.0, extreme)):
+        loss, grad, stats = run(*pads)
+        assert torch.isfinite(loss) and torch.isfinite(grad).all(), pads
+        assert torch.equal(loss, clean_loss), pads
+        assert torch.equal(grad, clean_grad), pads
+        assert grad[1, 2] == 0.0
+        assert stats == clean_stats
+    # and the padded batch equals the same answers without the padding column's token
+    short_loss = grpo_loss(logp[1:, :2], old[1:, :2], adv[1:], mask[1:, :2], beta=0.04,
+                           ref_logp=ref[1:, :2], loss_type="bnpo")[0]
+    masked_row = grpo_loss(logp[1:], old[1:], adv[1:], mask[1:], beta=0.04, ref_logp=ref[1:],
+                           loss_type="bnpo")[0]
+    torch.testing.assert_close(masked_row, short_loss, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"eps_low": 0.0}, "eps_low"),
     ({"eps_low": 1.0}, "eps_low"),

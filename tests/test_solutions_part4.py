@@ -283,22 +283,26 @@ def test_ch14_verifier_solution():
 
 
 # ----------------------------------------------------------------------------- ex-ch14-break
-GRID_CLAIMS = ("G=8 beats G=2 at lr 3e-4 and at lr 1e-3: True",
-               "at lr 1e-2 every column ends below the warm start (0.2680): True",
-               "with G=2 no learning rate climbs more than 0.02 above the warm start: True",
-               "with K=1 the clip never binds; with K=4 it binds at every learning rate: True",
-               "at lr 3e-4 and 1e-3, K=4 ends above K=1 after the same 60 steps: True")
+GRID_CLAIMS = ("at lr 1e-3, G=8 ends above G=2 by more than the floor: True",
+               "at lr 3e-4, G=8 ends above G=2, but within the floor: True",
+               "at lr 3e-4 and 1e-3, G=2 ends within the floor of the warm start, and at most 0.02 above it: True",
+               "at lr 1e-2 every column ends below the warm start (0.2680) by more than the floor: True",
+               "at lr 3e-4 and 1e-3, K=4 ends above K=1 after the same 60 steps, by more than the floor: True",
+               "with K=1 the clip never binds; with K=4 it binds at every learning rate: True")
 
 
 def test_ch14_break_solution_states_the_grid_claims():
-    """The solution's statements are the grid's printed claims (nbval re-checks them on every run,
-    and tests/test_portability.py under another CPU capability); the flat-pair bound holds for all p."""
-    printed = _stored_output(CH14, "G=8 beats G=2")
+    """The solution's statements are the grid's printed claims, each weighed against the floor for two
+    single runs (one seed per cell; nbval re-checks them on every run, and tests/test_portability.py
+    under another CPU capability); the flat-pair bound holds for all p."""
+    printed = _stored_output(CH14, "G=8 ends above G=2")
     assert all(claim in printed for claim in GRID_CLAIMS), printed
     solution = _solution(CH14, "ex-ch14-break")
-    for phrase in ("ends below the warm start (0.2680)", "no learning rate climbs more than 0.02 above the warm start",
-                   "$G = 8$ beats $G = 2$ at $3 \\times 10^{-4}$ and at $10^{-3}$", "With $K = 1$ the clip never binds",
-                   "binds at every learning rate", "$K = 4$ ends above $K = 1$ after the same 60"):
+    for phrase in ("ends below the warm start (0.2680), by more than the floor for two single runs",
+                   "the two smaller learning rates end within the floor of the warm start (and at most 0.02 above it)",
+                   "$G = 8$ ends above $G = 2$ by more than the floor at $10^{-3}$",
+                   "at $3 \\times 10^{-4}$ it also ends higher, but within the floor", "With $K = 1$ the clip never binds",
+                   "binds at every learning rate", "$K = 4$ ends above $K = 1$ after the same 60 steps, by more than the floor"):
         assert phrase in solution, phrase
     p = np.linspace(0, 1, 1001)
     flat = p ** 2 + (1 - p) ** 2

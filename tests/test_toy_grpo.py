@@ -406,7 +406,7 @@ def test_seed_table_numbers_and_verdicts():
     a, b, c = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.7]), np.array([0.15, 0.25, 0.2])
     table = seed_table({"a": a, "b": b, "c": c}, versus={"b": "a", "c": "a"})
     lines = table.strip().split("\n")
-    assert len(lines) == 5 and lines[0].startswith("| setting | seeds | mean | sd over seeds")
+    assert len(lines) == 5 and lines[0] == "| setting | n | mean | sd | min | max | vs | diff. | floor | verdict |"
     row_a = [x.strip() for x in lines[2].strip("|").split("|")]
     assert row_a[:6] == ["a", "3", "0.2000", "0.1000", "0.1000", "0.3000"] and row_a[6:] == ["", "", "", ""]
     row_b = [x.strip() for x in lines[3].strip("|").split("|")]

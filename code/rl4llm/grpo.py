@@ -73,7 +73,9 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
     The k3 term is plain (TRL's ``use_bias_correction_kl=False``): its expected gradient is that
     of the forward KL(pi_ref || pi), although its value estimates KL(pi || pi_ref) (chapter 13).
-    A row with no unmasked token contributes 0 (its normaliser is clamped to 1). ``stats`` holds
+    A row with no unmasked token contributes 0 (its normaliser is clamped to 1). Padded positions
+    (mask 0) may hold any finite or infinite log-prob: the exponents are masked before ``exp``, so
+    they change neither the loss nor its gradient. ``stats`` holds
     ``clip_fraction`` (share of unmasked tokens where the clip binds: rho < 1 - eps_low with A < 0,
     or rho > 1 + eps_high with A > 0), ``mean_ratio``, and ``mean_kl`` (masked mean of k3 when
     ``ref_logp`` is given, else 0.0), as Python floats.
@@ -110,12 +112,17 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         max_completion_length = integer_at_least(max_completion_length, "max_completion_length", 1)
 
     a = advantages.to(logp.dtype).unsqueeze(1)
-    ratio = torch.exp(logp - old_logp)
+    # Mask BEFORE exp: a padded position may hold any log-prob, and exp of a large one is inf,
+    # which the mask's 0 would turn into NaN (inf * 0), in the loss and in its gradient. With the
+    # exponent set to 0 there, a padded token has rho = 1 and k3 = 0, and gets no gradient.
+    real = m > 0
+    zero = torch.zeros_like(logp)
+    ratio = torch.exp(torch.where(real, logp - old_logp, zero))
     objective = torch.minimum(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
     per_token = -objective
     kl = None
     if ref_logp is not None:
-        log_ref_over_pi = ref_logp - logp
+        log_ref_over_pi = torch.where(real, ref_logp - logp, zero)
         kl = torch.exp(log_ref_over_pi) - log_ref_over_pi - 1
         if beta > 0:
             per_token = per_token + beta * kl

@@ -153,8 +153,11 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
 
     with L_clip the group's clipped surrogate (``clipped_surrogate_gradient``), c =
     ``entropy_coef`` and grad H the entropy bonus (``entropy_gradient``). grad KL is
-    the exact expected gradient of GRPO's k3 penalty, the FORWARD KL(pi_ref || pi):
-    pi - pi_ref (``forward_kl_gradient``). With ``kl_direction="reverse"`` it is the
+    the exact expected gradient of GRPO's k3 penalty under the CURRENT policy, the
+    FORWARD KL(pi_ref || pi): pi - pi_ref (``forward_kl_gradient``), at every inner
+    step, as if each drew fresh samples. (k3 on the group itself, drawn from pi_old,
+    follows sum_y pi_old(y) (1 - pi_ref(y) / pi(y)) grad ln pi(y) instead, which is
+    pi - pi_ref only while pi = pi_old.) With ``kl_direction="reverse"`` it is the
     gradient of KL(pi || pi_ref) (``reverse_kl_gradient``), which TRL's default
     ``use_bias_correction_kl=True`` follows. pi_ref = softmax(``ref_logits``), by
     default the starting policy. K = 1 is the plain on-policy loop (rho = 1).

@@ -84,13 +84,13 @@ def _clip_axes(fig):
     rho = np.linspace(0.0, 2.5, 501)
     axes = fig.subplots(2, 2, sharex=True)
     columns = []
-    for col, (A, name) in enumerate([(GOOD_ADVANTAGE, "good answer"), (BAD_ADVANTAGE, "bad answer")]):
+    for col, (A, name) in enumerate([(GOOD_ADVANTAGE, "good"), (BAD_ADVANTAGE, "bad")]):
         top, bottom = axes[0, col], axes[1, col]
         top.plot(rho, rho * A, color="black", linestyle=":", linewidth=1, label="unclipped ρA")
         clipped, = top.plot(rho, np.zeros_like(rho), color=PALETTE["blue"], linewidth=2, label="clipped")
         grad, = bottom.plot(rho, np.zeros_like(rho), color=PALETTE["vermillion"], linewidth=2)
         bands = [ax.axvspan(1.0, 1.0, color=PALETTE["grey"], alpha=0.2, linewidth=0) for ax in (top, bottom)]
-        top.set_title(f"{name}, A = {A:+.1f}: flat {'above 1 + ε' if A > 0 else 'below 1 − ε'}")
+        top.set_title(f"A = {A:+.1f} ({name}): flat {'above 1 + ε' if A > 0 else 'below 1 − ε'}")
         top.set_ylabel("objective")
         bottom.set_ylabel("d objective / dρ")
         bottom.set_xlabel("ratio ρ = π(y) / π_old(y)")
@@ -111,6 +111,7 @@ def draw_inner_steps(fig, K: int = 12, eps: float = 0.2) -> None:
     a.p4.set_data(steps, out["probs"][:, VOCAB.index("4")])
     a.kl.axes.set_title(f"KL after {K} steps: {out['kl'][-1]:.4f}")
     a.clip.axes.set_title(f"clip binds on {out['clip_fraction'][-1]:.0%}")
+    a.p5.axes.set_title(f"π(5) after {K} steps: {out['probs'][-1, CORRECT]:.4f}")
     fig.suptitle(f"ε = {eps:.2f}, lr = {INNER_LR}: one group, reused for K = {K} steps", fontsize=12)
     relayout(fig)
 
@@ -127,7 +128,6 @@ def _inner_steps_axes(fig) -> SimpleNamespace:
     p4, = ax_p.plot([], [], "o-", color=PALETTE["grey"], markersize=3, label="π(4)")
     ax_p.set_ylim(0, 0.6)
     ax_p.set_ylabel("probability")
-    ax_p.set_title("the policy on the reused group")
     ax_p.legend(fontsize=8)
     for ax in (ax_kl, ax_clip, ax_p):
         ax.set_xlabel("inner step k")

@@ -161,12 +161,13 @@ def draw_entropy_collapse(fig, runs: dict) -> None:
 def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
     """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapter 13).
 
-    ``results``: row label -> 1-D array with one result per seed. Each row shows the mean, the
-    standard deviation over seeds (ddof 1: the spread of runs, not the uncertainty of the mean),
-    the min and the max. ``versus``: row label -> the label of the row it is compared with; such a
-    row also shows the difference of means, the noise floor t * sqrt(s_a^2/n_a + s_b^2/n_b)
-    (Welch, 5%, ``rl4llm.statistics.noise_floor``) and the verdict: "real" if the difference
-    exceeds the floor, else "within noise".
+    Short headers keep the ten columns narrow: n (seeds), mean, sd, min, max, vs, diff., floor,
+    verdict. ``results``: row label -> 1-D array with one result per seed. Each row shows the
+    number of seeds, the mean, the standard deviation over seeds (ddof 1: the spread of runs, not
+    the uncertainty of the mean), the min and the max. ``versus``: row label -> the label of the row
+    it is compared with; such a row also shows that label, the difference of means, the noise floor
+    t * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch, 5%, ``rl4llm.statistics.noise_floor``) and the verdict:
+    "real" if the difference exceeds the floor, else "within noise".
     """
     if not isinstance(results, dict) or not results:
         raise ValueError("results must be a non-empty dict: row label -> per-seed results")
@@ -183,8 +184,8 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
             raise ValueError(f"results[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
         rows[label] = x
     f = f"{{:.{digits}f}}"
-    lines = ["| setting | seeds | mean | sd over seeds | min | max | compared with | difference "
-             "| noise floor | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| setting | n | mean | sd | min | max | vs | diff. | floor | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for label, x in rows.items():
         cells = [label, str(x.size), f.format(x.mean()), f.format(x.std(ddof=1)), f.format(x.min()),
                  f.format(x.max())]

@@ -16,19 +16,46 @@ def draw_learning_curves(fig, metrics: dict, evals: dict, title: str = "GRPO lif
     ax.legend(loc="lower right")
 
 
-def draw_diagnostics(fig, metrics: dict) -> None:
-    """The four numbers practitioners watch, one panel each, against the GRPO step."""
+def moving_median(values, window: int = 25) -> np.ndarray:
+    """The median of each centred window of ``window`` values (shorter at the ends); NaNs are skipped.
+
+    A median ignores the rare huge values a mean of k3 estimates is pulled up by (chapter 14).
+    """
+    values = np.asarray(values, dtype=float)
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"window must be an integer >= 1, got {window!r}")
+    half = window // 2
+    out = np.full(len(values), np.nan)
+    for i in range(len(values)):
+        chunk = values[max(0, i - half):i + window - half]
+        if np.isfinite(chunk).any():
+            out[i] = np.nanmedian(chunk)
+    return out
+
+
+def draw_diagnostics(fig, metrics: dict, window: int = 25) -> None:
+    """The four numbers practitioners watch, one panel each, against the GRPO step.
+
+    The KL panel adds the moving median over ``window`` steps to the raw per-step values: the k3
+    mean of a batch has a heavy right tail, and its spikes would hide the trend.
+    """
     panels = [("entropy", "entropy (nats/token)", PALETTE["blue"]),
               ("kl", "KL to start (nats/token)", PALETTE["vermillion"]),
               ("clip_fraction", "clip fraction", PALETTE["orange"]),
               ("zero_variance_share", "share of flat groups", PALETTE["purple"])]
     axes = fig.subplots(2, 2, sharex=True)
     for ax, (key, label, color) in zip(axes.flat, panels):
-        ax.plot(metrics["step"], metrics[key], color=color, lw=1)
+        if key == "kl":
+            ax.plot(metrics["step"], metrics[key], color=color, lw=0.8, alpha=0.45, label="each step")
+            ax.plot(metrics["step"], moving_median(metrics[key], window), color=color, lw=2,
+                    label=f"moving median ({window} steps)")
+            ax.legend(loc="upper left", fontsize=8)
+        else:
+            ax.plot(metrics["step"], metrics[key], color=color, lw=1)
         ax.set_ylabel(label, fontsize=9)
     for ax in axes[1]:
         ax.set_xlabel("GRPO step")
-    fig.suptitle("What to watch: entropy falls, KL to the start grows, fewer groups are flat")
+    fig.suptitle("What to watch: entropy falls, KL to the start levels off, fewer groups are flat")
 
 
 def draw_seed_comparison(fig, results: dict, floor: float) -> None:
