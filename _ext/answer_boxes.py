@@ -35,9 +35,6 @@ BOX = re.compile(r'^\s*<div class="answer-box" data-exercise="([\w.-]+)">\s*</di
 STATIC = Path(__file__).with_name("answer_boxes_static")
 GRID = 10              # grid points per tolerance: the accepted band is exact to within tolerance / (2 GRID)
 DIGEST_CHARS = 16      # hex characters kept of each SHA-256 digest (64 bits; answer_boxes.js reads 16)
-# The hashed key's message for text that is no number: its examples are no answer of the book.
-MALFORMED = ("Not yet: enter one number: a decimal (0.5, −0.5 or 0,5), scientific notation (5e-1) or a "
-             "fraction (1/2).")
 # A number the box accepts once "−" is read as "-" and a decimal comma as a point (answer_boxes.js's
 # normalise): the field's pattern attribute, so no keypad hides the minus (no inputmode="decimal").
 INPUT_PATTERN = r"\s*[+\-−]?[0-9.,]+(?:[eE][+\-−]?[0-9]+)?\s*(?:/\s*[+\-−]?[0-9.,]+(?:[eE][+\-−]?[0-9]+)?\s*)?"
@@ -92,7 +89,7 @@ def hashed_key(key: dict, salt: str | None = None) -> dict:
     tolerance = key["tolerance"]
     step = tolerance / GRID
     return {"quantity": key["quantity"], "tolerance": tolerance, "salt": salt, "step": step,
-            "wrong": key["wrong"], "malformed": MALFORMED, "pattern": key["pattern"],
+            "wrong": key["wrong"], "malformed": key["malformed"], "pattern": key["pattern"],
             "accept": sealed(key["value"], tolerance, step, salt, key["correct"]),
             "mistakes": [sealed(wrong, tolerance, step, salt, message) for wrong, message in key["mistakes"]]}
 

@@ -69,7 +69,7 @@ def test_every_exercise_names_its_chapter():
 @pytest.mark.parametrize("text, value", [
     ("0.25", 0.25), (" -0.025 ", -0.025), (".5", 0.5), ("1/4", 0.25), ("-1 / 40", -0.025), ("2.5e-1", 0.25),
     (0.25, 0.25), (np.float64(0.25), 0.25), (3, 3.0),
-    ("abc", None), ("", None), ("0,25", None), ("1/0", None), ("nan", None), ("inf", None), (True, None),
+    ("abc", None), ("", None), ("0,25", 0.25), ("\u22120.5", -0.5), ("1,000.5", None), ("1/0", None), ("nan", None), ("inf", None), (True, None),
     ("1/2/3", None), ("٥", None), (float("nan"), None), ([0.25], None)])
 def test_a_by_hand_answer_is_parsed_as_the_answer_boxes_do(text, value):
     from rl4llm.exercises import parse_number

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_course import assignments  # noqa: E402
 
+from rl4llm.syllabus import POINTS  # noqa: E402
 from rl4llm.coursework import BEGIN, END, PARTS  # noqa: E402
 
 #: Seconds an exercise may run in these tests (a hanging one costs this, once).
@@ -123,9 +124,9 @@ def test_nbgrader_scores_a_correct_a_wrong_and_a_blank_submission(graded_course)
         full = scores[(part, "alice")][1]
         assert full >= len(PARTS[part][1])
         assert scores[(part, "alice")][0] == full, part
-        assert scores[(part, "bob")][0] == full - 1, part            # one function returns its negative
+        assert scores[(part, "bob")][0] == full - POINTS["coding"], part            # one function returns its negative
         assert scores[(part, "carol")][0] == 0, part                 # stubs only
-    assert scores[("part1", "dave")][0] == 1                        # only the correct, chatty function counts
+    assert scores[("part1", "dave")][0] == POINTS["coding"]                        # only the correct, chatty function counts
     gamed = json.loads((course / "autograded" / "dave" / "part1" / "part1.ipynb").read_text())
     said = [o["text"] for c in _graded(gamed) for o in c["outputs"]]
     for text, expected in zip(said, ["uses the library's own function (rl4llm.exercises)",

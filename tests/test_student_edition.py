@@ -25,7 +25,9 @@ from rl4llm.exercises import answer_key
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "_ext"))
-from answer_boxes import GRID, MALFORMED, hashed_key  # noqa: E402
+from answer_boxes import GRID, hashed_key  # noqa: E402
+
+from rl4llm.exercises._core import MALFORMED  # noqa: E402
 from student_edition import build, write_edition  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))

@@ -31,7 +31,6 @@ _LABEL = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
 _KIND = re.compile(r"\((by hand|coding|experiment)\)\s*$")
 _CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
 #: The chapters' note that the starter holds the solution, which a handed-out assignment must not say.
-_SOLUTION_NOTE = re.compile(r"\s*In\s+the\s+book\s+the\s+starter\s+holds\s+the\s+reference\s+solution\b.*?\.(?=\s|$)", re.S)
 _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
 
 #: The four graded assignments: the chapters each one draws its coding exercises from.
@@ -215,6 +214,7 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
     """nbgrader's source notebook for one part: its chapters' coding exercises, each a solution cell
     (the starter with the reference body between nbgrader's markers) and a locked, graded test cell
     that fails with ``rl4llm.exercises``'s verdict."""
+    from .syllabus import POINTS            # the syllabus builds on this module's Exercise
     title, numbers = PARTS[part]
     coding = [e for path in chapters if chapter_number(path) in numbers
               for e in exercises(path) if e.kind == "coding"]
@@ -223,7 +223,7 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
              "function's signature. Write it in the cell under the exercise (replace the stub), then run the "
              "test cell under it: it runs your function beside the library's on the book's toy and on random "
              "cases, and says in words what is wrong (the same message as the chapter's check cell). Every "
-             "test cell is worth one point.\n\n"
+             f"test cell is worth {POINTS['coding']} points.\n\n"
              "For the grade, each exercise's cell runs again on its own, in a fresh Python, for at most a "
              "minute: keep everything the function needs (its imports, any helper) in that cell. The library's "
              "own functions are not available there, except `softmax`, `log_softmax` and the toy's constants "
@@ -234,12 +234,12 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
         grade_id = e.label.removeprefix("ex-")
         cells += [
             _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()}\n\n"
-                              f"{_SOLUTION_NOTE.sub('', e.text)}",
+                              f"{handed_out(e.text)}",
                   _nbgrader("markdown", f"{grade_id}-text")),
             _cell("code", e.starter, _nbgrader("solution", grade_id)),
             _cell("code", f"from rl4llm.exercises import assert_correct\n\n"
                           f"assert_correct({e.check_id!r}, {e.function})".replace("'", '"'),
-                  _nbgrader("test", f"{grade_id}-check", points=1)),
+                  _nbgrader("test", f"{grade_id}-check", points=POINTS["coding"])),
         ]
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                          "name": "python3"},

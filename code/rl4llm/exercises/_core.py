@@ -33,8 +33,13 @@ CORRECT, NOT_YET = "Correct:", "Not yet:"
 NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _NUMBER_OR_FRACTION = re.compile(rf"\s*({NUMBER})\s*(?:/\s*({NUMBER})\s*)?")
 
-MALFORMED = (f"{NOT_YET} enter one number: a decimal (0.25), scientific notation (2.5e-1) "
-             "or a fraction (1/4).")
+# Its examples are no answer of the book (the student site shows this message in clear).
+MALFORMED = (f"{NOT_YET} enter one number: a decimal (0.5, \u22120.5 or 0,5), scientific notation (5e-1) "
+             "or a fraction (1/2).")
+
+
+#: Characters a keypad or a word processor types for a minus sign, read as "-" (as the answer boxes do).
+_MINUS_SIGNS = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"})
 
 
 def parse_number(answer) -> float | None:
@@ -45,6 +50,8 @@ def parse_number(answer) -> float | None:
     if isinstance(answer, Real) or (isinstance(answer, np.ndarray) and answer.ndim == 0):
         value = float(answer)
     elif isinstance(answer, str):
+        answer = answer.translate(_MINUS_SIGNS)
+        answer = answer if "." in answer else answer.replace(",", ".", 1)   # a decimal comma: 0,25
         match = _NUMBER_OR_FRACTION.fullmatch(answer)
         if match is None:
             return None
