@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from rl4llm import addition_reward, softmax
+from rl4llm.verifier import ASCII_WHITESPACE
 from rl4llm.data_parallel import data_parallel_loss, shard_slices
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
@@ -97,19 +98,19 @@ def _float_verifier(prompt, completion):
 
 def _isdigit_verifier(prompt, completion):
     a, b = prompt[:-1].split("+")
-    answer = completion.split(EOS_MARKER)[0].strip()
+    answer = completion.split(EOS_MARKER)[0].strip(ASCII_WHITESPACE)
     return float(answer.isdigit() and int(answer) == int(a) + int(b))
 
 
 def _backslash_d_verifier(prompt, completion):
     a, b = prompt[:-1].split("+")
-    answer = completion.split(EOS_MARKER)[0].strip()
+    answer = completion.split(EOS_MARKER)[0].strip(ASCII_WHITESPACE)
     return float(re.fullmatch(r"\d+", answer) is not None and int(answer) == int(a) + int(b))
 
 
 def _replace_verifier(prompt, completion):
     a, b = prompt[:-1].split("+")
-    answer = completion.replace(EOS_MARKER, "").strip()
+    answer = completion.replace(EOS_MARKER, "").strip(ASCII_WHITESPACE)
     return float(re.fullmatch(r"[0-9]+", answer) is not None and int(answer) == int(a) + int(b))
 
 
@@ -119,15 +120,21 @@ def _no_strip_verifier(prompt, completion):
     return float(re.fullmatch(r"[0-9]+", answer) is not None and int(answer) == int(a) + int(b))
 
 
+def _unicode_strip_verifier(prompt, completion):
+    a, b = prompt[:-1].split("+")
+    answer = completion.split(EOS_MARKER)[0].strip()            # also strips U+00A0, U+2028, ...
+    return float(re.fullmatch(r"[0-9]+", answer) is not None and int(answer) == int(a) + int(b))
+
+
 def _string_verifier(prompt, completion):
     a, b = prompt[:-1].split("+")
-    return float(completion.split(EOS_MARKER)[0].strip() == str(int(a) + int(b)))
+    return float(completion.split(EOS_MARKER)[0].strip(ASCII_WHITESPACE) == str(int(a) + int(b)))
 
 
 def _safe_student(prompt, completion):
     """The starter's reference body: another correct route."""
     a, b = (int(x) for x in re.fullmatch(r"([0-9]+)\+([0-9]+)=", prompt).groups())
-    answer = completion.split(EOS_MARKER, 1)[0].strip()
+    answer = completion.split(EOS_MARKER, 1)[0].strip(ASCII_WHITESPACE)
     if re.fullmatch(r"[0-9]+", answer) is None:
         return 0.0
     return 1.0 if int(answer) == a + b else 0.0
@@ -146,6 +153,7 @@ def test_a_safe_student_verifier_passes():
     (_backslash_d_verifier, "any Unicode digit"),
     (_replace_verifier, "FIRST end-of-sequence marker"),
     (_no_strip_verifier, "surrounding whitespace"),
+    (_unicode_strip_verifier, "strips Unicode whitespace too"),
     (_string_verifier, "leading zeros count"),
 ])
 def test_typical_verifiers_get_their_diagnosis(student, says):

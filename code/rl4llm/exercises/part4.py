@@ -21,7 +21,7 @@ import numpy as np
 from ..distributions import softmax
 from ..gradients import policy_gradient
 from ..toy import CORRECT, LOGITS
-from ..verifier import EOS_MARKER, addition_reward
+from ..verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
 run_exact_gradient = imported_on_call("methods", "run_exact_gradient")   # rl4llm.methods imports torch
@@ -84,6 +84,7 @@ def _near_misses():
         ("letters", lambda a, b: f"abc{EOS_MARKER}", (10, 100)),
         ("nothing", lambda a, b: EOS_MARKER, (10, 100)),
         ("an empty string", lambda a, b: "", (10, 100)),
+        ("non-ASCII whitespace", lambda a, b: f"\u00a0{a + b}{EOS_MARKER}", (10, 100)),
     )
 
 
@@ -154,31 +155,33 @@ def _float_or_none(text):
         return None
 
 
-def _ascii_digits(text, strip=True):
-    text = text.strip() if strip else text
+def _ascii_digits(text, chars=ASCII_WHITESPACE):
+    """The answer's value when, stripped of ``chars`` (None: any Unicode whitespace, as str.strip()
+    strips; "": nothing), it is ASCII digits; else None."""
+    text = text.strip(chars)
     return int(text) if re.fullmatch(r"[0-9]+", text) else None
 
 
 def _eos_not_cut(prompt, completion):
     """Reads the whole completion with every marker removed: '76<eos><pad>' becomes '76<pad>'."""
-    text = completion.replace(EOS_MARKER, "").strip()
+    text = completion.replace(EOS_MARKER, "").strip(ASCII_WHITESPACE)
     return float(bool(re.fullmatch(r"[0-9]+", text)) and int(text) == _prompt_sum(prompt))
 
 
 def _eos_kept(prompt, completion):
     """Demands digits only over the whole completion, end marker included."""
-    text = completion.strip()
+    text = completion.strip(ASCII_WHITESPACE)
     return float(bool(re.fullmatch(r"[0-9]+", text)) and int(text) == _prompt_sum(prompt))
 
 
 def _strings_compared(prompt, completion):
     """Compares digit strings without removing leading zeros: '076' is not '76'."""
-    text = _answer(completion).strip()
+    text = _answer(completion).strip(ASCII_WHITESPACE)
     return float(bool(re.fullmatch(r"[0-9]+", text)) and text == str(_prompt_sum(prompt)))
 
 
 def _unicode_digits(text):
-    text = text.strip()
+    text = text.strip(ASCII_WHITESPACE)
     return int(text) if text.isdigit() else None
 
 
@@ -219,7 +222,10 @@ _ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
     (f"the end-of-sequence marker {EOS_MARKER!r} is not part of the answer: read the completion up to "
      "its first marker, then check the digits", _eos_kept),
     ("surrounding whitespace is ignored: ' 76 ' answers 76 (strip the answer before checking its "
-     "digits); inner spaces are not", _reads_with(lambda text: _ascii_digits(text, strip=False))),
+     "digits); inner spaces are not", _reads_with(lambda text: _ascii_digits(text, chars=""))),
+    ("str.strip() with no argument strips Unicode whitespace too, so '\\u00a076' (a no-break space, then "
+     "76) scores 1: strip ASCII whitespace only, answer.strip(' \\t\\n\\r\\f\\v')",
+     _reads_with(lambda text: _ascii_digits(text, chars=None))),
     ("leading zeros count: '076' is 76 (compare values, or strip leading zeros before comparing "
      "strings)", _strings_compared),
 ))
