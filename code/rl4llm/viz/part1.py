@@ -9,6 +9,7 @@ from ..distributions import decode_probs, entropy, log_softmax, softmax
 from ..gradients import sft_step
 from ..toy import CORRECT, LOGITS, VOCAB, two_token_paths
 from ..two_strings import training_curves, two_spellings
+from .charts import Slider, bar_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
@@ -264,3 +265,42 @@ def _two_spellings_axes(fig) -> SimpleNamespace:
     right.set_xlabel('first-step probability π(0) of the token "0"')
     right.set_title("the first factor moves, the later ones stay", fontsize=10)
     return SimpleNamespace(left=left, right=right, bars=bars, p5=p5, p05=p05, slider=slider, dots=dots)
+
+
+# ----------------------------------------------------------------------------- live charts (chapters 1, 2, 4)
+# Each slider figure as a chart that redraws in the reader's browser (rl4llm.viz.charts): the bars
+# are the library's numbers on the sliders' whole grid, computed here.
+
+#: Chapter 1's temperature: 0.05 to 20 (the live slider's range) in steps of 0.05, opening at T = 1.
+TEMPERATURE = Slider("T", "T", 0.05, 20.0, 0.05, 1.0)
+#: Chapter 2's three sampler settings: T from 0.05 to 5, every top-k, top-p in steps of 0.025.
+DECODING = (Slider("T", "T", 0.05, 5.0, 0.05, 1.0), Slider("top_k", "top-k", 1, 5, 1, 5, fmt="d"),
+            Slider("top_p", "top-p", 0.025, 1.0, 0.025, 1.0, fmt=".3f"))
+#: Chapter 4's learning rate: 0 to 5 in steps of 0.01, opening at lr = 1.
+LEARNING_RATE = Slider("lr", "lr", 0.0, 5.0, 0.01, 1.0)
+
+
+def distribution_chart():
+    """Chapter 1: pi_T = softmax(z / T) over the toy's answers, for every T of ``TEMPERATURE``."""
+    return bar_chart(lambda T: softmax(LOGITS, T), [TEMPERATURE], categories=VOCAB, correct=CORRECT,
+                     xlabel="answer token to 2+3=", ylabel="probability π(token)",
+                     headline="the order never changes", readout="P(5)",
+                     level=1 / len(VOCAB), level_label="uniform (T → ∞)")
+
+
+def decoding_chart():
+    """Chapter 2: the distribution the sampler draws from, ``decode_probs(LOGITS, T, top_k, top_p)``,
+    on the whole grid of ``DECODING``, over the model's pi (dashed outline)."""
+    return bar_chart(lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p), DECODING,
+                     categories=VOCAB, correct=CORRECT, xlabel="answer token to 2+3=",
+                     ylabel="sampling probability", headline="4 is never below 5", readout="P(5)",
+                     outline=softmax(LOGITS), outline_label="model π (T = 1, no truncation)")
+
+
+def sft_step_chart():
+    """Chapter 4: pi after one SFT step on the label 5, ``softmax(sft_step(LOGITS, CORRECT, lr))``, for
+    every lr of ``LEARNING_RATE``, over pi before the step (dashed outline)."""
+    return bar_chart(lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), [LEARNING_RATE], categories=VOCAB,
+                     correct=CORRECT, xlabel="answer token to 2+3=", ylabel="probability π(token)",
+                     headline="one SFT step on the label 5", readout="π(5) after the step",
+                     outline=softmax(LOGITS), outline_label="before the step")

@@ -1,0 +1,144 @@
+"""The sliders' charts, live in the static book with no kernel and no network.
+
+A chapter's slider figure is stored as a Vega-Lite 5 chart (``application/vnd.vegalite.v5+json``,
+written by ``rl4llm.viz.charts``): the library's numbers on the sliders' whole grid, and the sliders.
+This extension draws it in the built site:
+
+- a myst-nb mime renderer (``VegaLiteRenderer``, registered under the ``myst_nb.mime_renderers``
+  entry point in ``code/pyproject.toml``: myst-nb finds mime renderers only there) turns the output
+  into a ``div.vega-chart`` holding the spec as JSON, and a hidden line that screen readers hear when
+  it changes;
+- vega, vega-lite and vega-embed from npm (``package.json`` pins them; ``npm ci`` installs them) are
+  copied into the site as ``_vega/`` when the build finishes (as ``offline_assets`` does for MathJax;
+  not into ``_static/``, which Jupyter Book links into every page), with ``vega_charts.js`` (below);
+  only pages with a chart load them, deferred, and ``vega_charts.css`` (the sliders' size);
+- ``vega_charts.js`` draws each chart (SVG) and, at every move of a slider, sets the slider's
+  ``aria-valuetext`` ("T = 1.25") and the chart's description (its title and every bar's
+  description), which Vega-Lite has no option for. It keeps the time each move took to redraw, from
+  the input event to the drawn chart, in ``window.rl4llmCharts`` (the browser tests and
+  ``benchmarks/chart_redraw.py`` read it).
+"""
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.errors import ExtensionError
+
+MIME_TYPE = "application/vnd.vegalite.v5+json"
+NODE_MODULES = Path(__file__).resolve().parents[1] / "node_modules"
+#: What the pages load, in order: vega, vega-lite (compiles the spec to vega), vega-embed, the glue.
+SCRIPTS = (("vega", "build/vega.min.js"), ("vega-lite", "build/vega-lite.min.js"),
+           ("vega-embed", "build/vega-embed.min.js"))
+TARGET = "_vega"
+GLUE = "vega_charts.js"
+STYLE = "vega_charts.css"
+
+GLUE_JS = r"""(() => {
+  // Draws every div.vega-chart of the page (rl4llm.viz.charts writes them) and keeps what a screen
+  // reader hears in step with its sliders.
+  const charts = window.rl4llmCharts = [];
+  const text = (node) => (node ? node.textContent.trim() : "");
+  const describe = (chart) => {
+    const box = chart.box, view = box.querySelector(".vega-chart-view");
+    box.querySelectorAll(".vega-bind").forEach((bind) => {
+      const input = bind.querySelector("input[type=range]");
+      if (input) input.setAttribute("aria-valuetext", `${text(bind.querySelector(".vega-bind-name"))} = ${input.value}`);
+    });
+    const lines = (el) => { const spans = el.querySelectorAll("tspan"); return spans.length ? Array.from(spans).map(text) : [text(el)]; };
+    const title = Array.from(view.querySelectorAll(".role-title-text, .role-title-subtitle")).flatMap(lines).join(". ");
+    const marks = Array.from(view.querySelectorAll(".role-mark [role=graphics-symbol][aria-label]"))
+      .map((m) => m.getAttribute("aria-label"));
+    const line = Array.from(view.querySelectorAll(".role-mark text")).map(text).filter((t) => t.includes(" = "));
+    const description = [title].concat(line, marks).filter(Boolean).join(". ");
+    box.querySelector(".vega-chart-description").textContent = description;
+    const svg = view.querySelector("svg");
+    if (svg) svg.setAttribute("aria-label", description);
+    chart.description = description;
+  };
+  const draw = async (box) => {
+    const spec = JSON.parse(box.querySelector("script.vega-chart-spec").textContent);
+    const result = await vegaEmbed(box.querySelector(".vega-chart-view"), spec, {renderer: "svg", actions: false});
+    const chart = {box, spec, view: result.view, redraws: []};
+    charts.push(chart);
+    let started = null;
+    // capture: the time starts before vega's own listener sets the signal
+    box.addEventListener("input", () => { started = started ?? performance.now(); }, true);
+    box.addEventListener("input", async () => {
+      await chart.view.runAsync();
+      describe(chart);
+      if (started !== null) chart.redraws.push(performance.now() - started);
+      started = null;
+    });
+    describe(chart);
+    box.dataset.drawn = "true";
+  };
+  const all = () => Promise.all(Array.from(document.querySelectorAll("div.vega-chart")).map(draw));
+  window.rl4llmChartsReady = document.readyState === "loading"
+    ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", () => all().then(resolve)))
+    : all();
+})();
+"""
+
+#: The sliders: long enough to aim at one position of hundreds, their labels aligned, the value beside.
+STYLE_CSS = """.vega-chart { margin: 0.5em 0 1em; max-width: 100%; }
+.vega-chart .vega-bindings { padding-left: 0.25em; }
+.vega-chart .vega-bind label { display: flex; align-items: center; gap: 0.5em; margin: 0.15em 0; }
+.vega-chart .vega-bind-name { min-width: 3.2em; font-weight: 600; }
+.vega-chart .vega-bind input[type=range] { width: min(16em, 55vw); }
+.vega-chart .vega-bind input[type=range] + span { font-variant-numeric: tabular-nums; }
+"""
+
+_HIDDEN = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;"
+           "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+
+
+class VegaLiteRenderer:
+    """myst-nb mime renderer for Vega-Lite 5 outputs: a div with the spec, drawn by ``vega_charts.js``."""
+
+    mime_priority_overrides = [(builder, MIME_TYPE, 1) for builder in ("html", "dirhtml", "singlehtml")]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline: bool):
+        if data.mime_type != MIME_TYPE:
+            return None
+        spec = data.content if isinstance(data.content, str) else json.dumps(data.content)
+        spec = json.dumps(json.loads(spec), separators=(",", ":")).replace("</", "<\\/")
+        description = html.escape(json.loads(spec).get("description", ""))
+        markup = (f'<div class="vega-chart"><div class="vega-chart-view"></div>'
+                  f'<p class="vega-chart-description" aria-live="polite" style="{_HIDDEN}">{description}</p>'
+                  f'<script type="application/json" class="vega-chart-spec">{spec}</script></div>')
+        return [nodes.raw("", markup, format="html")]
+
+
+def _scripts_on_chart_pages(app, pagename, templatename, context, doctree) -> None:
+    if 'class="vega-chart"' not in context.get("body", ""):
+        return
+    for _, path in SCRIPTS:
+        app.add_js_file(f"../{TARGET}/{Path(path).name}", loading_method="defer")
+    app.add_js_file(f"../{TARGET}/{GLUE}", loading_method="defer")
+    app.add_css_file(f"../{TARGET}/{STYLE}")
+
+
+def _copy_scripts(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / TARGET
+    target.mkdir(parents=True, exist_ok=True)
+    for package, path in SCRIPTS:
+        source = NODE_MODULES / package / path
+        if not source.exists():
+            raise ExtensionError(f"{package} is missing from {NODE_MODULES}: run `npm ci` in the repository root "
+                                 f"(package.json pins it) before building the book")
+        shutil.copy2(source, target / source.name)
+    (target / GLUE).write_text(GLUE_JS, encoding="utf-8")
+    (target / STYLE).write_text(STYLE_CSS, encoding="utf-8")
+
+
+def setup(app):
+    app.connect("html-page-context", _scripts_on_chart_pages)
+    app.connect("build-finished", _copy_scripts)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

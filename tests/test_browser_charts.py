@@ -1,0 +1,219 @@
+"""The sliders' charts in a real browser, offline: Debian's chromium driven by Playwright.
+
+Each chapter with a chart (``rl4llm.viz.charts``) is opened in the built site (``built_book``) with the
+network blocked except for the local server, at 1280 and 390 px. Every slider of every chart is moved to
+its ends and to a middle position by the keyboard (Home, End, arrows) and by the pointer (a click at the
+track's ends and middle); after each move the numbers drawn (the bars' data in Vega's scene graph) are
+compared with the library's at the slider's value, the value printed beside the slider, the title, the
+slider's ``aria-valuetext`` and the chart's description must follow, and the time from the input event
+to the drawn chart (kept by ``_ext/vega_charts.py``) is collected: its median must be under 50 ms. The
+chart fits the text column at both widths. ``benchmarks/chart_redraw.py`` prints the same medians.
+"""
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pytest
+
+from rl4llm import VOCAB
+from test_browser import browser, site  # noqa: F401  (fixtures: the served site, Chromium)
+from test_charts import CHARTS
+
+WIDTHS = (1280, 390)
+MAX_MEDIAN_MS = 50.0
+
+#: The numbers each bar of a chart draws, read from Vega's scene graph, and the sliders' values.
+DRAWN_JS = """(i) => {
+  const chart = window.rl4llmCharts[i], names = chart.spec.params.filter(p => p.bind).map(p => p.name);
+  const bars = {};
+  const walk = (node) => {
+    if (node.marktype === 'rect') node.items.forEach(item => {
+      if (item.datum && 'token' in item.datum && names.every(n => n in item.datum)) bars[item.datum.token] = item.datum.value;
+    });
+    (node.items || []).forEach(walk);
+  };
+  walk(chart.view.scenegraph().root);
+  const svg = chart.box.querySelector('svg');
+  return {
+    bars, signals: Object.fromEntries(names.map(n => [n, chart.view.signal(n)])),
+    inputs: Array.from(chart.box.querySelectorAll('.vega-bind')).map(b => ({
+      label: b.querySelector('.vega-bind-name').textContent.trim(), value: b.querySelector('input').value,
+      shown: b.querySelector('input + span').textContent, valuetext: b.querySelector('input').getAttribute('aria-valuetext'),
+    })),
+    title: Array.from(chart.box.querySelectorAll('.role-title-text')).map(t => t.textContent).join(' '),
+    description: chart.box.querySelector('.vega-chart-description').textContent,
+    svg_label: svg ? svg.getAttribute('aria-label') : null,
+    redraws: chart.redraws.length,
+    right: chart.box.getBoundingClientRect().right,
+    column: (chart.box.closest('.cell_output') || document.querySelector('main article')).getBoundingClientRect().right,
+  };
+}"""
+
+
+def open_chapter(browser, site, chapter: str, width: int):  # noqa: F811
+    """The chapter's page, offline, once its charts are drawn; the page and any JavaScript errors."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.route(lambda url: not url.startswith(site), lambda route: route.abort())
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(f"{site}book/{chapter}.html", wait_until="load")
+    page.wait_for_function("() => window.rl4llmChartsReady", timeout=30_000)
+    page.evaluate("() => window.rl4llmChartsReady")
+    return context, page, errors
+
+
+def drawn(page, index: int) -> dict:
+    return page.evaluate(DRAWN_JS, index)
+
+
+def _settle(page, index: int, before: dict) -> dict:
+    """What the chart draws once the move (if it changed a value) has been redrawn."""
+    page.wait_for_timeout(20)
+    now = drawn(page, index)
+    if [i["value"] for i in now["inputs"]] != [i["value"] for i in before["inputs"]]:
+        page.wait_for_function("([i, n]) => window.rl4llmCharts[i].redraws.length > n", arg=[index, before["redraws"]])
+        now = drawn(page, index)
+    return now
+
+
+def moves(page, index: int, slider: int):
+    """Move one slider by keyboard (Home, End, then Home and three steps right) and by pointer (a click at
+    the track's left end, its right end, its middle); yield (how, what the chart draws) after each."""
+    inputs = page.locator(".vega-chart").nth(index).locator(".vega-bind input")
+    control = inputs.nth(slider)
+    for keys in (["Home"], ["End"], ["Home", "ArrowRight", "ArrowRight", "ArrowRight"]):
+        control.focus()
+        for key in keys:
+            before = drawn(page, index)
+            page.keyboard.press(key)
+            now = _settle(page, index, before)
+        yield f"keyboard {'+'.join(keys)}", now
+    box = control.bounding_box()
+    for where, x in (("left end", box["x"] + 1), ("right end", box["x"] + box["width"] - 1),
+                     ("middle", box["x"] + box["width"] / 2)):
+        before = drawn(page, index)
+        page.mouse.click(x, box["y"] + box["height"] / 2)
+        yield f"pointer {where}", _settle(page, index, before)
+
+
+def check_drawn(chapter: str, state: dict, how: str) -> None:
+    """The bars are the library's numbers at the sliders' values; value, title and descriptions follow."""
+    _, sliders, library, _ = CHARTS[chapter]
+    values = {s.name: s.cast(state["signals"][s.name]) for s in sliders}
+    for s in sliders:
+        assert np.any(np.isclose(s.values, values[s.name], rtol=0, atol=1e-9)), f"{how}: {s.name} off the grid"
+    expected = library(**values)
+    tokens = [str(t) for t in VOCAB]
+    np.testing.assert_allclose([state["bars"][t] for t in tokens], expected, rtol=0, atol=1e-6, err_msg=how)
+    for s, shown in zip(sliders, state["inputs"]):
+        assert shown["label"] == s.label and float(shown["shown"]) == pytest.approx(values[s.name]), how
+        assert shown["valuetext"] == f"{s.label} = {shown['value']}", how
+        assert f"{s.label} = {format(values[s.name], s.fmt)}" in state["title"], (how, state["title"])
+    assert state["title"] in state["description"] and state["description"] == state["svg_label"], how
+    assert all(f"answer {t}: " in state["description"] for t in tokens), how
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", list(CHARTS))
+def test_every_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site, chapter,  # noqa: F811
+                                                                                     width):
+    context, page, errors = open_chapter(browser, site, chapter, width)
+    try:
+        charts = page.evaluate("() => window.rl4llmCharts.length")
+        assert charts == 1, f"{charts} charts drawn"
+        state = drawn(page, 0)
+        check_drawn(chapter, state, "as opened")
+        assert state["right"] <= state["column"] + 1, f"the chart is wider than the column at {width} px"
+        _, sliders, _, _ = CHARTS[chapter]
+        visited = {s.name: set() for s in sliders}
+        for k, s in enumerate(sliders):
+            for how, state in moves(page, 0, k):
+                check_drawn(chapter, state, f"{s.name}: {how}")
+                visited[s.name].add(s.cast(state["signals"][s.name]))
+            assert {s.cast(s.start), s.cast(s.stop)} <= visited[s.name], (s.name, visited[s.name])
+            assert len(visited[s.name]) >= 3, (s.name, visited[s.name])      # the ends and a middle
+        times = page.evaluate("() => window.rl4llmCharts[0].redraws")
+        assert len(times) >= 4 * len(sliders)
+        median = statistics.median(times)
+        print(f"{chapter} at {width} px: {len(times)} redraws, median {median:.1f} ms, max {max(times):.1f} ms")
+        assert median < MAX_MEDIAN_MS, f"median redraw {median:.1f} ms"
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------- JupyterLab
+LAB_CHAPTER = "01_distribution"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab serving a copy of chapter 1 (its stored chart), as Binder opens it; the notebook's URL.
+    No kernel is asked for: the chart must move before one has connected."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_jupyterlab import _free_port
+
+    chapter = Path(__file__).resolve().parents[1] / "book" / f"{LAB_CHAPTER}.ipynb"
+    root, port = tmp_path_factory.mktemp("lab"), _free_port()
+    (root / chapter.name).write_bytes(chapter.read_bytes())
+    settings = {"port": port, "ip": "127.0.0.1", "ServerApp.root_dir": root, "IdentityProvider.token": "",
+                "ServerApp.password": "", "LabApp.news_url": "",
+                "LabApp.check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root"]
+    with subprocess.Popen(command + [f"--{k}={v}" for k, v in settings.items()],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+        try:
+            _answering(f"http://127.0.0.1:{port}/api")
+            yield f"http://127.0.0.1:{port}/lab/tree/{chapter.name}"
+        finally:
+            server.terminate()
+
+
+def _answering(url: str, seconds: float = 120) -> None:
+    """Return once ``url`` answers (a server starting up); fail after ``seconds``."""
+    import time
+    import urllib.request
+
+    give_up = time.time() + seconds
+    while True:
+        try:
+            return urllib.request.urlopen(url, timeout=1).close()
+        except OSError:
+            if time.time() > give_up:
+                raise
+            time.sleep(0.5)
+
+
+#: Move the chart's slider in JupyterLab to ``value`` and time it until the chart's drawing changed.
+LAB_MOVE_JS = """async (value) => {
+  const out = document.querySelector('.jp-RenderedVegaCommon5');
+  const input = out.querySelector('.vega-bind input[type=range]');
+  const picture = () => { const c = out.querySelector('canvas'); return c ? c.toDataURL() : out.querySelector('svg').outerHTML; };
+  const before = picture(), start = performance.now();
+  input.value = value;
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  while (picture() === before && performance.now() - start < 2000) await new Promise(r => requestAnimationFrame(r));
+  return {ms: performance.now() - start, changed: picture() !== before, shown: input.nextElementSibling.textContent};
+}"""
+
+
+def test_jupyterlab_draws_the_stored_chart_and_its_slider_moves_without_a_kernel(browser, lab):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(lab)
+        page.wait_for_selector(".jp-RenderedVegaCommon5 .vega-bind input[type=range]", timeout=180_000)
+        page.locator(".jp-RenderedVegaCommon5").first.scroll_into_view_if_needed()
+        moves = [page.evaluate(LAB_MOVE_JS, v) for v in ("0.05", "20", "10", "2", "0.5", "1")]
+    finally:
+        context.close()
+    assert all(m["changed"] for m in moves), moves
+    assert [m["shown"] for m in moves] == ["0.05", "20", "10", "2", "0.5", "1"]
+    median = statistics.median(m["ms"] for m in moves)
+    print(f"JupyterLab, {LAB_CHAPTER}: redraw median {median:.1f} ms ({[round(m['ms'], 1) for m in moves]})")
+    assert median < 200          # the time to the next drawn frame, not the redraw alone

@@ -1,0 +1,119 @@
+"""The sliders' charts (rl4llm.viz.charts): their data are the library's numbers on the whole grid, every
+continuous slider has at least 25 positions and never fewer than the live widget it replaced, the chart
+opens at the figure the text discusses, and the stored chart is the one the library builds today."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("altair")
+
+from rl4llm import CORRECT, LOGITS, VOCAB, decode_probs, sft_step, softmax  # noqa: E402
+from rl4llm.viz import charts  # noqa: E402
+from rl4llm.viz.charts import Slider, bar_chart, chart_rows, chart_sliders, from_csv, grid, to_csv  # noqa: E402
+from rl4llm.viz.part1 import (DECODING, LEARNING_RATE, TEMPERATURE, decoding_chart,  # noqa: E402
+                              distribution_chart, sft_step_chart)
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+
+#: chart builder, its sliders, the library's numbers at a setting, and the positions the ipywidgets
+#: slider it replaced had (chapter 1: FloatLogSlider 10^-1.3..10^1.3 step 0.05; chapter 2: the same to
+#: 10^1.7, IntSlider 1..5, FloatSlider 0.05..1 step 0.05; chapter 4: FloatSlider 0..5 step 0.1).
+CHARTS = {
+    "01_distribution": (distribution_chart, [TEMPERATURE], lambda T: softmax(LOGITS, T), {"T": 53}),
+    "02_decoding": (decoding_chart, list(DECODING),
+                    lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p),
+                    {"T": 61, "top_k": 5, "top_p": 20}),
+    "04_sft": (sft_step_chart, [LEARNING_RATE], lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), {"lr": 51}),
+}
+
+
+@pytest.fixture(scope="module", params=list(CHARTS))
+def built(request):
+    build, sliders, library, widget = CHARTS[request.param]
+    return request.param, build().to_dict(), sliders, library, widget
+
+
+def test_the_charts_data_are_the_librarys_numbers_at_every_point_of_the_grid(built):
+    _, spec, sliders, library, _ = built
+    rows = chart_rows(spec)
+    assert len(rows) == int(np.prod([s.positions for s in sliders]))
+    stored = np.array([[row[t] for t in VOCAB] for row in rows])
+    computed = np.array([library(**{s.name: s.cast(row[s.name]) for s in sliders}) for row in rows])
+    np.testing.assert_allclose(stored, computed, rtol=0, atol=0.5e-6)
+    settings = {tuple(row[s.name] for s in sliders) for row in rows}
+    expected = {tuple(p) for p in np.array(np.meshgrid(*(s.values for s in sliders), indexing="ij")).reshape(
+        len(sliders), -1).T}
+    assert settings == expected
+
+
+def test_every_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(built):
+    chapter, spec, sliders, _, widget = built
+    stored = {p["name"]: p for p in chart_sliders(spec)}
+    assert set(stored) == {s.name for s in sliders}
+    for s in sliders:
+        bind = stored[s.name]["bind"]
+        assert (bind["input"], bind["min"], bind["max"], bind["step"]) == ("range", s.start, s.stop, s.step)
+        positions = round((bind["max"] - bind["min"]) / bind["step"]) + 1
+        assert positions == s.positions >= widget[s.name]
+        if s.name != "top_k":                                  # continuous: at least 25 positions
+            assert positions >= 25
+        else:                                                  # discrete: every value
+            assert list(s.values) == [1, 2, 3, 4, 5]
+    defaults = {s.name: stored[s.name]["value"] for s in sliders}
+    # what the figures and the text show: the toy as trained (T = 1, nothing cut) and one step at lr = 1
+    assert defaults == {"01_distribution": {"T": 1.0}, "02_decoding": {"T": 1.0, "top_k": 5, "top_p": 1.0},
+                        "04_sft": {"lr": 1.0}}[chapter]
+
+
+def test_the_stored_chart_is_the_one_the_library_builds(built):
+    chapter, spec, *_ = built
+    cells = json.loads((BOOK / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
+    stored = [o["data"][charts.MIME_TYPE] for c in cells if c["cell_type"] == "code"
+              for o in c.get("outputs", []) if charts.MIME_TYPE in o.get("data", {})]
+    assert len(stored) == 1 and stored[0] == json.loads(json.dumps(spec))
+
+
+def test_positions_the_exercises_ask_for_are_on_the_grid():
+    on = lambda slider, v: np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9))
+    assert all(on(TEMPERATURE, t) for t in (0.5, 1.0, 2.0, 10.0, 17.0))          # ex-ch01-slider
+    assert on(DECODING[0], 0.7) and on(DECODING[0], 0.65) and on(DECODING[2], 0.5)   # ex-ch02-sliders
+    assert on(LEARNING_RATE, 0.57) and on(LEARNING_RATE, 0.58)                     # ex-ch04-slider (tie 0.5776)
+
+
+def test_the_grid_is_rounded_and_survives_its_csv():
+    rows = grid(lambda a, b: [a * b / 3, 1 / 7], [Slider("a", "a", 0.5, 1.5, 0.5, 1.0),
+                                                   Slider("b", "b", 1, 3, 1, 2, fmt="d")], ["x", "y"])
+    assert len(rows) == 9 and rows[0] == {"a": 0.5, "b": 1, "x": 0.166667, "y": 0.142857}
+    assert from_csv(to_csv(rows)) == [{k: float(v) for k, v in r.items()} for r in rows]
+    assert to_csv(rows).split("\n")[:2] == ["a,b,x,y", "0.5,1,0.166667,0.142857"]
+
+
+def test_a_chart_shows_the_value_in_its_title_and_describes_its_bars():
+    spec = distribution_chart().to_dict()
+    assert "'T = ' + format(T, '.2f')" in spec["title"]["text"]["expr"]
+    bind = spec["params"][0]["bind"]
+    assert bind["name"].strip() == "T"
+    text = json.dumps(spec)
+    assert '"description"' in text and "(correct)" in text
+    assert spec["description"].startswith("the order never changes")
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(name="top-k"), "identifier"), (dict(step=0.0), "step"), (dict(stop=1.03), "whole number"),
+    (dict(default=1.01), "default")])
+def test_a_slider_refuses_a_grid_it_cannot_hold(bad, match):
+    settings = dict(name="T", label="T", start=0.05, stop=1.0, step=0.05, default=1.0) | bad
+    with pytest.raises(ValueError, match=match):
+        Slider(**settings)
+
+
+def test_bar_chart_checks_the_correct_index_and_the_values_per_point():
+    with pytest.raises(ValueError, match="correct"):
+        bar_chart(lambda T: softmax(LOGITS, T), [TEMPERATURE], categories=VOCAB, correct=5, xlabel="x",
+                  ylabel="y", headline="h", readout="r")
+    with pytest.raises(ValueError, match="5 values"):
+        grid(lambda T: [1.0], [TEMPERATURE], VOCAB)
