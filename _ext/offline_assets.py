@@ -5,6 +5,11 @@ network without internet, a saved copy of the site) sees raw TeX. This extension
 copy of MathJax that ``npm ci`` installs from ``package.json`` (pinned) and copies it into the build
 output as ``_mathjax/`` when the build finishes. It is not put in ``_static/``: Jupyter Book links
 every file there into every page. The build fails with a clear message when ``npm ci`` was not run.
+
+It also keeps formulas out of the keyboard's tab order: MathJax's menu makes every formula a tab
+stop by default (a chapter has up to 180, all before its first control); with the menu's
+``inTabOrder`` setting off they stay reachable by a screen reader (MathJax's assistive MathML) and
+by a click (the menu), but Tab goes from link to control.
 """
 from __future__ import annotations
 
@@ -22,6 +27,11 @@ TARGET = "_mathjax"
 def _point_sphinx_at_the_copy(app, config) -> None:
     # mathjax_path is relative to _static/; the copy sits beside it at the site's root
     config.mathjax_path = f"../{TARGET}/tex-chtml.js"
+    # MyST adds its processHtmlClass to these options later (builder-inited), keeping the rest
+    mathjax = dict(config.mathjax3_config or {})
+    options = mathjax.setdefault("options", {})
+    options.setdefault("menuOptions", {}).setdefault("settings", {})["inTabOrder"] = False
+    config.mathjax3_config = mathjax
 
 
 def _copy_mathjax(app, exception) -> None:

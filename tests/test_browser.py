@@ -7,8 +7,11 @@ from npm, not a CDN); a plain-text title; every scrubber moves its frame (by mou
 every image has alt text; no control that does nothing (no saved ipywidgets); the launch buttons
 point at the repository of ``_config.yml``; every answer box gives, without a kernel, the verdict
 ``rl4llm.exercises.check`` gives (right, each common mistake, another number, malformed text); axe-core reports no serious or critical violation in
-the article; nothing widens the page on a phone; the page weighs under 1.5 MB gzipped. Internal
-links and anchors resolve. Screenshots of three chapters at both widths land in ``_build/screenshots``.
+the article, at both widths; nothing widens the page on a phone; the page weighs under 1.5 MB
+gzipped. On a phone and a desktop: every sidebar button a reader sees opens (or folds) its sidebar;
+no number in a table cell is broken across lines; printed output keeps its columns (it scrolls, it
+never wraps) while code never hides behind a scrollbar; no formula is a tab stop. Internal links and
+anchors resolve. Screenshots of three chapters at both widths land in ``_build/screenshots``.
 """
 from __future__ import annotations
 
@@ -88,14 +91,14 @@ def visit(browser, site: str, built_book: Path, chapter: str, width: int) -> dic
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
     facts = page.evaluate(_FACTS_JS)
     facts["scrubbers_move"] = _scrub(page) if width == 1280 else []
-    if width == 1280:
-        page.add_script_tag(path=str(AXE))
-        facts["axe"] = page.evaluate(_AXE_JS)
+    page.add_script_tag(path=str(AXE))
+    facts["axe"] = page.evaluate(_AXE_JS)
     facts.update(errors=errors, blocked=blocked, gzipped=_gzipped_weight(fetched, site, built_book))
     if chapter in SCREENSHOTS:
         shots = ROOT / "_build" / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shots / f"{chapter}-{width}.png"), full_page=False)
+    facts["sidebars"] = _open_sidebars(page)         # last: it changes the layout
     context.close()
     return facts
 
@@ -111,14 +114,40 @@ _FACTS_JS = """() => {
     images_without_alt: inArticle('img').filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(-60)),
     // live without a kernel: scrubbers, answer boxes, copy-to-clipboard buttons, dropdown toggles
     controls_outside_scrubbers: inArticle('input, select, textarea, button')
-      .filter(c => !c.closest('.animation, form.answer-box') && !c.matches('.copybtn, .toggle-button'))
+      .filter(c => !c.closest('.animation, form.answer-box, .vega-chart') && !c.matches('.copybtn, .toggle-button'))
       .map(c => c.outerHTML.slice(0, 80)),
     widget_scripts: document.querySelectorAll('script[type^="application/vnd.jupyter.widget"]').length,
     widget_manager: Array.from(document.scripts).filter(s => /html-manager|embed-amd/.test(s.src)).length,
     launch_links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href)
       .filter(h => /mybinder\\.org|colab\\.research\\.google\\.com/.test(h)),
     page_overflow: document.documentElement.scrollWidth - window.innerWidth,
-    scrolling_pre: inArticle('pre').filter(p => p.scrollWidth > p.clientWidth + 1).length,
+    // code (cells, listings) wraps: none of it hides behind a scrollbar
+    scrolling_code: inArticle('div.highlight pre').filter(p => !p.closest('div.output'))
+      .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60)),
+    // printed output keeps its columns: each of its lines is one line on screen
+    wrapped_outputs: inArticle('div.cell_output div.output pre').filter(p => {
+      const style = getComputedStyle(p), lines = p.textContent.replace(/\\n+$/, '').split('\\n').length;
+      const height = p.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+      const line = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);    // "normal": about 1.2 em
+      return style.whiteSpace !== 'pre' || height > (lines + 0.5) * line;
+    }).map(p => p.textContent.slice(0, 60)),
+    // no number in a table cell is broken across lines: each whitespace-free token with a digit in it
+    // lies on one line
+    broken_numbers: inArticle('td, th').flatMap(cell => {
+      const broken = [], walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/\\S*\\d\\S*/g)) {
+          const range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+          if (tops.size > 1) broken.push(m[0]);
+        }
+      }
+      return broken;
+    }),
+    // formulas are not tab stops (MathJax's menu puts each in the tab order unless told not to)
+    math_tab_stops: inArticle('mjx-container').filter(m => m.tabIndex >= 0).length,
     scrubbers_too_wide: Array.from(document.querySelectorAll('.animation')).filter(a => {
       const column = a.closest('.cell_output') || article;
       return a.getBoundingClientRect().right > column.getBoundingClientRect().right + 1;
@@ -133,6 +162,39 @@ _AXE_JS = """async () => {
   return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].html.slice(0, 100)}`);
 }"""
+
+
+_SIDEBAR_JS = """() => ({
+  primary: document.getElementById('pst-primary-sidebar-modal').open,
+  secondary: document.getElementById('pst-secondary-sidebar-modal').open,
+  folded: document.getElementById('pst-primary-sidebar').classList.contains('pst-sidebar-hidden'),
+  links: Array.from(document.querySelectorAll('dialog[open] a[href]')).filter(a => a.getClientRects().length).length,
+})"""
+
+
+def _open_sidebars(page) -> list[str]:
+    """Click each sidebar button a reader sees; what it did. In a dialog it must show links; on a wide
+    screen the primary button folds the sidebar away (and a second click brings it back)."""
+    done = []
+    for kind in ("primary", "secondary"):
+        for button in page.query_selector_all(f".{kind}-toggle"):
+            if not button.is_visible():
+                continue
+            button.click()
+            page.wait_for_timeout(300)
+            state = page.evaluate(_SIDEBAR_JS)
+            if state[kind] and state["links"]:
+                done.append(f"{kind}: dialog")
+                page.keyboard.press("Escape")
+            elif kind == "primary" and state["folded"]:
+                button.click()
+                page.wait_for_timeout(300)
+                back = not page.evaluate(_SIDEBAR_JS)["folded"]
+                done.append("primary: folded" + (" and back" if back else ", not back"))
+            else:
+                done.append(f"{kind}: nothing ({state})")
+            page.wait_for_timeout(200)
+    return done
 
 
 def _scrub(page) -> list[bool]:
@@ -198,9 +260,31 @@ def test_no_dead_control_and_every_scrubber_moves(desktop, chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_accessible_images_and_article(desktop, chapter):
     facts = desktop[chapter]
-    assert facts["scrolling_pre"] == 0, "printed or code lines hidden behind a horizontal scrollbar"
+    assert not facts["scrolling_code"], f"code lines hidden behind a horizontal scrollbar: {facts['scrolling_code']}"
     assert not facts["images_without_alt"], facts["images_without_alt"]
     assert not facts["axe"], "\n".join(facts["axe"])
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_tables_outputs_and_formulas_read_well(desktop, phone, chapter, width):
+    """No number broken inside a table cell, no printed output wrapped (it scrolls), no formula in the
+    tab order, and (on a phone too) axe finds nothing serious."""
+    facts = (desktop if width == 1280 else phone)[chapter]
+    assert not facts["broken_numbers"], f"numbers broken across lines in table cells: {facts['broken_numbers'][:10]}"
+    assert not facts["wrapped_outputs"], f"printed outputs wrapped: {facts['wrapped_outputs'][:5]}"
+    assert facts["math_tab_stops"] == 0, f"{facts['math_tab_stops']} formulas are tab stops"
+    assert not facts["axe"], "\n".join(facts["axe"])
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_sidebar_button_works(desktop, phone, chapter, width):
+    """The theme binds only the first sidebar button of each kind (a hidden one): every button a reader
+    sees must open its sidebar on a phone (a dialog with the links) or fold it on a desktop."""
+    done = (desktop if width == 1280 else phone)[chapter]["sidebars"]
+    expected = ["primary: dialog", "secondary: dialog"] if width == 390 else ["primary: folded and back"]
+    assert done == expected, done
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
