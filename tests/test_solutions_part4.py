@@ -191,14 +191,18 @@ def test_exercise_labels_name_their_chapter():
 
 
 def test_intro_slider_claims():
-    """Chapters 1-13 have a live slider and its kernel-free animation; 14 has a playground of
-    sliders; 15 and 16 have none."""
+    """Chapters 1-13 have sliders: a live chart (chapters 1, 2 and 4, drawn in the browser from the
+    library's grid), or a live widget and its kernel-free animation; 14 has a playground of sliders;
+    15 and 16 have none."""
     live = re.compile(r"\blive\(|\binteract\(|interactive_output|widgets\.\w*Slider|grpo_playground\(")
     animation = re.compile(r"\btwin\(|to_jshtml")
+    chart = re.compile(r"^\w+_chart\(\)$", re.M)
     for path in CHAPTERS:
         number, cells = int(path.name[:2]), _code_cells(path)
         has_live = any(live.search(cell) for cell in cells)
-        if number <= 13:
+        if number in (1, 2, 4):
+            assert any(chart.search(cell) for cell in cells) and not has_live, path.name
+        elif number <= 13:
             assert has_live and any(animation.search(cell) for cell in cells), path.name
         elif number == 14:
             assert any("grpo_playground(" in cell for cell in cells)
