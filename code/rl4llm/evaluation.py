@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ._checks import integer_at_least
+from .grpo import k3
 from .model import GPT, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, AdditionTask
 
@@ -57,4 +58,4 @@ def k3_per_token(policy: GPT, reference: GPT, task: AdditionTask, *, n_prompts: 
     logp, _ = completion_logprobs(policy, rollout.tokens, rollout.prompt_len, 1.0, group_size)
     ref, _ = completion_logprobs(reference, rollout.tokens, rollout.prompt_len, 1.0, group_size)
     x = (ref - logp)[rollout.mask.bool()]
-    return (torch.exp(x) - x - 1).cpu().numpy()
+    return k3(x).cpu().numpy()

@@ -53,6 +53,12 @@ def _check_group_shape(shape: tuple, ddof: int) -> None:
         raise ValueError(f"rewards must be shaped (..., G) with G >= {1 + ddof} for ddof={ddof}, got shape {shape}")
 
 
+def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
+    """k3 = e^x - x - 1 >= 0 with x = log pi_ref - log pi at a sampled token (chapter 13): its mean
+    over samples of pi estimates KL(pi || pi_ref) without bias, and no term is ever negative."""
+    return torch.exp(log_ref_over_pi) - log_ref_over_pi - 1
+
+
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
               eps_low: float = 0.2, eps_high: float | None = None, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "grpo",
@@ -123,7 +129,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     kl = None
     if ref_logp is not None:
         log_ref_over_pi = torch.where(real, ref_logp - logp, zero)
-        kl = torch.exp(log_ref_over_pi) - log_ref_over_pi - 1
+        kl = k3(log_ref_over_pi)
         if beta > 0:
             per_token = per_token + beta * kl
 
