@@ -117,3 +117,53 @@ def test_bar_chart_checks_the_correct_index_and_the_values_per_point():
                   ylabel="y", headline="h", readout="r")
     with pytest.raises(ValueError, match="5 values"):
         grid(lambda T: [1.0], [TEMPERATURE], VOCAB)
+
+
+# ----------------------------------------------------------------------------- line charts
+SCALE = Slider("a", "a", 0.5, 2.0, 0.5, 1.0)
+WHERE = Slider("w", "w", 0.0, 2.0, 0.5, 1.0)
+X = np.linspace(0.0, 2.0, 9)
+
+
+def _curves(a):
+    return [a * X, a * X ** 2]
+
+
+def test_a_line_chart_stores_every_series_at_every_x_and_setting_with_its_notes():
+    spec = charts.line_chart(_curves, [SCALE], x=X, series=["a x", "a x^2"], xlabel="x", ylabel="y",
+                             headline="h", notes=lambda a: {"peak": a * 4.0}).to_dict()
+    rows = chart_rows(spec)
+    assert len(rows) == SCALE.positions * len(X)
+    for row in rows:
+        assert row["s0"] == pytest.approx(row["a"] * row["x"], abs=1e-6)
+        assert row["s1"] == pytest.approx(row["a"] * row["x"] ** 2, abs=1e-6)
+        assert row["n0"] == pytest.approx(4 * row["a"], abs=1e-6)
+    text = json.dumps(spec)
+    assert "'a = ' + format(a, '.2f')" in spec["title"]["text"]["expr"] and '\\"peak = \\"' in text
+    assert [p["name"] for p in chart_sliders(spec)] == ["a"]
+
+
+def test_a_line_chart_marks_the_marker_slider_and_reads_the_series_there():
+    spec = charts.line_chart(lambda: [X, 2 * X], [], x=X, series=["x", "2x"], xlabel="x", ylabel="y",
+                             headline="h", marker=WHERE, styles=["solid", "points"]).to_dict()
+    assert len(chart_rows(spec)) == len(X)                   # the curves do not depend on the marker
+    assert [(p["name"], p["value"]) for p in chart_sliders(spec)] == [("w", 1.0)]
+    text = json.dumps(spec)
+    assert "abs(datum.x - w) < 0.125" in text                 # the points and the values at the marker
+    assert "' at w = ' + format(w, '.2f')" in text and "format(datum.s1, '.4f')" in text
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(x=[0.0, 0.0]), "x must increase"), (dict(styles=["solid", "wavy"]), "style"),
+    (dict(colors=["#000000"]), "colour"), (dict(marker=Slider("w", "w", 0.0, 2.0, 0.1, 1.0)), "marker"),
+    (dict(series=["one"]), "1 rows of 9")])
+def test_line_chart_refuses_what_it_cannot_draw(bad, match):
+    settings = dict(x=X, series=["a x", "a x^2"], xlabel="x", ylabel="y", headline="h") | bad
+    with pytest.raises(ValueError, match=match):
+        charts.line_chart(_curves, [SCALE], **settings)
+
+
+def test_line_chart_notes_name_the_same_numbers_at_every_setting():
+    with pytest.raises(ValueError, match="same numbers"):
+        charts.line_chart(_curves, [SCALE], x=X, series=["a x", "a x^2"], xlabel="x", ylabel="y", headline="h",
+                          notes=lambda a: {"peak": a} if a == 1.0 else {"top": a})

@@ -16,6 +16,10 @@ in Colab and in VS Code.
 - ``bar_chart(compute, sliders, categories=..., ...)`` draws ``compute``'s values as one bar per category
   at the sliders' setting, each bar labelled with its value, the correct answer in the book's
   ``CORRECT_COLOR``; optional: a dashed outline of reference bars and a dotted reference level.
+- ``line_chart(compute, sliders, x=..., series=..., ...)`` draws ``compute``'s values as one curve per
+  series over a fixed ``x``, at the sliders' setting; optional: a ``marker`` slider (a rule at its
+  value, each series' value there printed and described) and ``notes`` (numbers of each setting
+  printed over the plot).
 
 What follows the slider for a screen reader: each bar's description (its category and value); in the
 static book ``_ext/vega_charts.py`` also sets the slider's ``aria-valuetext`` and rewrites the chart's
@@ -25,6 +29,7 @@ and 4 are built in ``rl4llm.viz.part1``.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -193,6 +198,111 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
                     + ", ".join(s.label for s in sliders) + ".",
     ).configure_axis(labelFontSize=12, titleFontSize=12).configure_view(stroke=None)
     return chart
+
+
+#: How each series of a line chart is drawn: a line (solid, dashed, dotted: its dash pattern) or points.
+LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None}
+
+
+def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
+               x: Sequence[float], series: Sequence[str], xlabel: str, ylabel: str, headline: str,
+               marker: Slider | None = None, notes: Callable[..., Mapping[str, float]] | None = None,
+               colors: Sequence[str] | None = None, styles: Sequence[str] | None = None,
+               log_x: bool = False, log_y: bool = False, ydomain: Sequence[float] | None = None,
+               fmt: str = ".4f"):
+    """A line chart of ``compute(**params)`` (one row of values over ``x`` per name of ``series``) bound
+    to ``sliders``, the grid of ``compute``'s parameters.
+
+    ``marker``: one more slider, whose positions are points of ``x`` and which ``compute`` does not take
+    (the curves do not depend on where the reader looks): a dashed rule at its value, a point on each
+    series there, and the series' values at it printed over the plot. ``notes(**params)``: numbers
+    printed over the plot at each setting (e.g. a curve's peak), name to value. ``styles``: per series
+    a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours).
+    """
+    import altair as alt
+
+    from .style import LINE_COLORS
+
+    x = np.asarray(x, dtype=float)
+    series = [str(s) for s in series]
+    styles = list(styles or ["solid"] * len(series))
+    colors = list(colors or LINE_COLORS[:len(series)])
+    if x.ndim != 1 or len(x) < 2 or np.any(np.diff(x) <= 0):
+        raise ValueError(f"x must increase, with at least 2 points, got {x}")
+    if len(styles) != len(series) or len(colors) != len(series) or not set(styles) <= set(LINE_STYLES):
+        raise ValueError(f"need one colour and one style (of {list(LINE_STYLES)}) per series, got "
+                         f"{len(colors)} colours and the styles {styles} for {len(series)} series")
+    if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
+        raise ValueError(f"every position of the marker must be a point of x, got {marker}")
+    keys = [f"s{i}" for i in range(len(series))]
+    names = list(notes(**{s.name: s.cast(s.default) for s in sliders})) if notes else []
+
+    def at(**params):
+        """The rows of one setting: one per point of x, the series' values and the setting's notes."""
+        values = np.asarray(compute(**params), dtype=float)
+        if values.shape != (len(series), len(x)):
+            raise ValueError(f"compute must return {len(series)} rows of {len(x)} values (a row per series), "
+                             f"got shape {values.shape}")
+        extra = dict(notes(**params)) if notes else {}
+        if list(extra) != names:
+            raise ValueError(f"notes must name the same numbers at every setting, got {list(extra)} and {names}")
+        return [{**params, "x": xj, **dict(zip(keys, column)), **{f"n{i}": extra[n] for i, n in enumerate(names)}}
+                for xj, column in zip(x, values.T)]
+
+    rows = [{k: round(float(v), DECIMALS) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
+            for point in itertools.product(*(s.values for s in sliders))
+            for row in at(**{s.name: s.cast(v) for s, v in zip(sliders, point)})]
+    every = list(sliders) + ([marker] if marker else [])
+    at_setting = " && ".join(s.filter_expr() for s in sliders) or "true"
+    data = alt.Data(values=to_csv(rows), format=alt.DataFormat(type="csv", parse={c: "number" for c in rows[0]}))
+    base = alt.Chart().transform_filter(at_setting)
+    label = "{" + ", ".join(f"{k}: {json.dumps(s)}" for k, s in zip(keys, series)) + "}[datum.key]"
+    folded = base.transform_fold(keys, as_=["key", "value"]).transform_calculate(series=label)
+    xs = alt.X("x:Q", title=xlabel, scale=alt.Scale(type="log" if log_x else "linear",
+                                                    domain=[float(x[0]), float(x[-1])], nice=False))
+    ys = alt.Y("value:Q", title=ylabel, scale=alt.Scale(type="log" if log_y else "linear", clamp=True,
+                                                        **({"domain": list(ydomain)} if ydomain else {})))
+    colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colors),
+                       legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=WIDTH))
+    lined = [(s, st) for s, st in zip(series, styles) if st != "points"]
+    dotted = [s for s, st in zip(series, styles) if st == "points"]
+    layers = []
+    if lined:
+        layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=[s for s, _ in lined]))
+                      .mark_line(strokeWidth=2, aria=False).encode(
+                          x=xs, y=ys, color=colour, strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(
+                              domain=[s for s, _ in lined], range=[LINE_STYLES[st] for _, st in lined]))))
+    if dotted:
+        layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=dotted))
+                      .mark_point(filled=True, size=30, aria=False).encode(x=xs, y=ys, color=colour))
+    lines = []                                      # text over the plot, each a Vega expression
+    if marker is not None:
+        near = f"abs(datum.x - {marker.name}) < {float(np.min(np.diff(x))) / 2!r}"
+        layers.append(alt.Chart(alt.Data(values=[{}])).mark_rule(color="black", strokeDash=[3, 3], aria=False)
+                      .encode(x=alt.X("m:Q", scale=alt.Scale(type="log" if log_x else "linear")))
+                      .transform_calculate(m=marker.name))
+        layers.append(folded.transform_filter(near).mark_point(filled=True, size=60, stroke="black", strokeWidth=0.8)
+                      .encode(x=xs, y=ys, color=colour, description=alt.Description("label:N"))
+                      .transform_calculate(label=f"datum.series + ' at {marker.label} = ' + "
+                                                 f"format({marker.name}, '{marker.fmt}') + ': ' + "
+                                                 f"format(datum.value, '{fmt}')"))
+        lines.append((near, " + ', ' + ".join(f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')"
+                                              for k, s in zip(keys, series))))
+    if names:
+        lines.append((f"datum.x === {float(x[0])!r}", " + ', ' + ".join(
+            f"{json.dumps(n + ' = ')} + format(datum.n{i}, '{fmt}')" for i, n in enumerate(names))))
+    for row, (where, text) in enumerate(lines):
+        layers.append(base.transform_filter(where).transform_calculate(line=text).mark_text(
+            align="left", x=0, y=-8 - 16 * (len(lines) - 1 - row), fontSize=12, fontWeight="bold", aria=False)
+            .encode(text=alt.Text("line:N")))
+    settings = " + ', ' + ".join(s.title_expr() for s in every)
+    return alt.layer(*layers, data=data).add_params(*(s.param() for s in every)).properties(
+        width=WIDTH, height=HEIGHT,
+        title=alt.TitleParams(text=alt.ExprRef(settings), subtitle=[headline], anchor="start", fontSize=14,
+                              subtitleFontSize=12, offset=6 + 16 * len(lines)),
+        description=f"{headline}. Line chart of {ylabel} against {xlabel} ({', '.join(series)}), with a slider for "
+                    + ", ".join(s.label for s in every) + ".",
+    ).configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12).configure_view(stroke=None)
 
 
 def chart_rows(chart) -> list[dict]:
