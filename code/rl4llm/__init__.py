@@ -37,6 +37,9 @@ from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, 
 from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
 # Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
+# Part V: the arithmetic of a real run (chapter 17), numpy only
+from .memory import kv_bytes_per_token, memory_budget
+from .step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
 
 _LAZY = {
     "grpo": ("group_advantages", "grpo_loss"),

@@ -1,0 +1,188 @@
+"""rl4llm.memory and rl4llm.step_time (chapter 17): the bytes and seconds of a real run, checked against
+published figures (ZeRO's paper, the 16 bytes a parameter of mixed-precision AdamW, Llama-2-7B's KV cache,
+Qwen2.5's vocabulary) and against independent routes (a loop for the vectorised decoding sum)."""
+import math
+
+import pytest
+
+from rl4llm import (generation_seconds, kv_bytes_per_token, memory_budget, schedule, training_seconds,
+                    weight_sync_seconds)
+from rl4llm.memory import LLAMA2_7B, PARTS, QWEN25_1_5B, SHARDING, shape_options
+from rl4llm.step_time import H100_SXM, SCHEDULES
+
+GB, MiB = 1e9, 2 ** 20
+STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
+
+
+def static_bytes(budget):
+    return sum(budget[p] for p in STATIC)
+
+
+# ----------------------------------------------------------------------------- published figures
+def test_full_fine_tuning_with_adamw_in_mixed_precision_is_16_bytes_a_parameter():
+    no_ref = memory_budget(7e9, reference=False)
+    assert static_bytes(no_ref) / 7e9 == 16
+    assert static_bytes(no_ref) == 112 * GB
+    assert (no_ref["weights"], no_ref["gradients"], no_ref["master_weights"], no_ref["optimizer_state"]) == (
+        2 * 7e9, 2 * 7e9, 4 * 7e9, 8 * 7e9)
+    with_ref = memory_budget(7e9)
+    assert static_bytes(with_ref) == 7e9 * 18 == 126 * GB
+    assert list(with_ref) == list(PARTS)
+    assert with_ref["activations"] == with_ref["logits"] == with_ref["kv_cache"] == 0
+
+
+@pytest.mark.parametrize("sharding, published_gb", [("none", 120), ("zero1", 31.4), ("zero2", 16.6), ("zero3", 1.9)])
+def test_zero_paper_figure_1(sharding, published_gb):
+    """Rajbhandari et al. 2020, Figure 1: 7.5B parameters, N_d = 64 GPUs, K = 12: 120 GB, 31.4 GB,
+    16.6 GB and 1.9 GB per GPU (the paper rounds to one decimal)."""
+    budget = memory_budget(7.5e9, reference=False, n_gpus=64, sharding=sharding)
+    assert budget["master_weights"] + budget["optimizer_state"] == pytest.approx(12 * 7.5e9 / (64 if sharding != "none" else 1))
+    assert round(static_bytes(budget) / GB, 1) == published_gb
+
+
+def test_zero_stages_by_formula():
+    """(2 + 2 + K) Psi, 4 Psi + K Psi / N_d, 2 Psi + (2 + K) Psi / N_d, (2 + 2 + K) Psi / N_d, for other sizes."""
+    for psi, nd in ((1e9, 8), (70e9, 16), (3e9, 3)):
+        got = [static_bytes(memory_budget(psi, reference=False, n_gpus=nd, sharding=s))
+               for s in ("none", "zero1", "zero2", "zero3")]
+        assert got == pytest.approx([16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd, 16 * psi / nd])
+    assert memory_budget(1e9, sharding="fsdp", n_gpus=4) == memory_budget(1e9, sharding="zero3", n_gpus=4)
+    assert memory_budget(1e9, n_gpus=4, sharding="zero3")["reference"] == 2e9 / 4
+    assert memory_budget(1e9, n_gpus=4, sharding="zero2")["reference"] == 2e9
+
+
+def test_other_optimizers_and_precisions():
+    assert static_bytes(memory_budget(1e9, optimizer="sgd", reference=False)) == 8e9
+    assert static_bytes(memory_budget(1e9, optimizer="sgd_momentum", reference=False)) == 12e9
+    pure_fp32 = memory_budget(1e9, weights="fp32", gradients="fp32", master_weights=False, reference=False)
+    assert static_bytes(pure_fp32) == 16e9                      # 4 + 4 + 8: no master copy needed
+    assert memory_budget(1e9, reference_precision="fp32")["reference"] == 4e9
+    assert memory_budget(1e9, reference=False)["reference"] == 0
+
+
+def test_kv_cache_per_token_of_llama2_7b_is_half_a_mib():
+    """meta-llama/Llama-2-7b-hf: 32 layers, 32 key-value heads, head_dim 128 (4096 / 32), fp16."""
+    assert kv_bytes_per_token(32, 32, 128, "fp16") == 524288 == 0.5 * MiB
+    shape = LLAMA2_7B
+    assert (shape.n_layers, shape.n_kv_heads, shape.head_dim, shape.hidden_size // 32) == (32, 32, 128, 128)
+    assert kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim) == 0.5 * MiB   # bf16: also 2 bytes
+    # Qwen2.5-1.5B's grouped-query attention: 2 key-value heads, 28 layers: 28 KiB a token
+    assert kv_bytes_per_token(28, 2, 128) == 28 * 1024
+
+
+def test_kv_cache_of_a_step_spreads_over_the_engines_gpus():
+    options = {**shape_options(LLAMA2_7B), "prompts": 16, "group_size": 8, "prompt_length": 512,
+               "completion_length": 1536, "kv_precision": "fp16"}
+    one = memory_budget(LLAMA2_7B.n_params, **options)["kv_cache"]
+    assert one == 16 * 8 * 2048 * 0.5 * MiB                     # 128 sequences of 2048 tokens: 128 GiB
+    assert memory_budget(LLAMA2_7B.n_params, n_gpus=8, **options)["kv_cache"] == one / 8
+    assert memory_budget(LLAMA2_7B.n_params, n_gpus=8, rollout_gpus=2, **options)["kv_cache"] == one / 2
+
+
+def test_fp32_logits_of_qwen25_vocabulary():
+    """B x T x V x 4 bytes with V = 151,936 (Qwen2.5-1.5B's config.json): 64 completions of 4096 tokens
+    need 159.3 GB at once, 8192 tokens 318.6 GB; 1024 tokens at a time need 0.62 GB."""
+    assert QWEN25_1_5B.vocab_size == 151936
+    options = {**shape_options(QWEN25_1_5B), "prompts": 8, "group_size": 8, "completion_length": 4096}
+    logits = memory_budget(QWEN25_1_5B.n_params, **options)["logits"]
+    assert logits == 64 * 4096 * 151936 * 4
+    assert round(logits / GB, 1) == 159.3
+    long = memory_budget(QWEN25_1_5B.n_params, **{**options, "completion_length": 8192})["logits"]
+    assert round(long / GB, 1) == 318.6
+    chunked = memory_budget(QWEN25_1_5B.n_params, logits_chunk=1024, **options)["logits"]
+    assert chunked == 1024 * 151936 * 4
+    assert memory_budget(QWEN25_1_5B.n_params, logits_chunk=10 ** 9, **options)["logits"] == logits
+    assert memory_budget(QWEN25_1_5B.n_params, micro_batch=4, **options)["logits"] == logits / 16
+    assert memory_budget(QWEN25_1_5B.n_params, n_gpus=8, **options)["logits"] == logits / 8
+
+
+def test_activations_follow_korthikanti_et_al():
+    """34 s b h bytes per layer (section 4.1, flash attention: no 5 a s / h term), times L; with full
+    checkpointing 2 s b h per layer plus one layer recomputed whole."""
+    s, b, h, L = 2048, 4, 4096, 32
+    options = {"prompts": b, "prompt_length": 512, "completion_length": s - 512, "hidden_size": h, "n_layers": L,
+               "vocab_size": 32000, "n_kv_heads": 32, "head_dim": 128}
+    plain = memory_budget(7e9, **options)["activations"]
+    assert plain == 34 * s * b * h * L
+    checkpointed = memory_budget(7e9, activation_checkpointing=True, **options)["activations"]
+    assert checkpointed == (2 * L + 34) * s * b * h
+    assert plain / checkpointed == pytest.approx(34 * 32 / 98)
+    assert memory_budget(7e9, micro_batch=1, **options)["activations"] == plain / 4
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("kwargs, named", [
+    ({"n_params": 0}, "n_params"), ({"n_params": -1e9}, "n_params"), ({"n_params": float("nan")}, "n_params"),
+    ({"weights": "int3"}, "weights"), ({"optimizer": "adam"}, "optimizer"), ({"sharding": "zero4"}, "sharding"),
+    ({"gradients": 2}, "gradients"), ({"reference": 1}, "reference"), ({"master_weights": "yes"}, "master_weights"),
+    ({"group_size": 0}, "group_size"), ({"prompts": -1}, "prompts"), ({"prompts": 2.5}, "prompts"),
+    ({"n_gpus": 0}, "n_gpus"), ({"logits_chunk": 0}, "logits_chunk"), ({"micro_batch": 0}, "micro_batch"),
+    ({"rollout_gpus": 0}, "rollout_gpus"), ({"vocab_size": True}, "vocab_size"),
+    ({"activation_checkpointing": None}, "activation_checkpointing"), ({"kv_precision": "int8"}, "kv_precision"),
+])
+def test_bad_input_names_the_parameter(kwargs, named):
+    kwargs = {"n_params": 1e9, **kwargs}
+    with pytest.raises(ValueError, match=named):
+        memory_budget(kwargs.pop("n_params"), **kwargs)
+
+
+def test_bad_input_of_the_time_functions():
+    for call, named in ((lambda: kv_bytes_per_token(0, 1, 1), "n_layers"), (lambda: kv_bytes_per_token(1, 1, 1, "x"), "precision"),
+                        (lambda: training_seconds(1e9, 0, 1e15), "tokens"),
+                        (lambda: training_seconds(1e9, 10, 1e15, extra_forwards=-1), "extra_forwards"),
+                        (lambda: generation_seconds(1e9, 0, 1, 1, flops_per_second=1, bandwidth=1), "sequences"),
+                        (lambda: generation_seconds(1e9, 1, 1, 1, flops_per_second=1, bandwidth=0), "bandwidth"),
+                        (lambda: weight_sync_seconds(1e9, -1), "bandwidth"),
+                        (lambda: schedule(1, 1, -1, "synchronous"), "sync_s"),
+                        (lambda: schedule(1, 1, 1, "sync"), "mode"),
+                        (lambda: schedule(1, 1, 1, "asynchronous", max_staleness=0), "max_staleness")):
+        with pytest.raises(ValueError, match=named):
+            call()
+    assert set(SHARDING) >= {"none", "zero1", "zero2", "zero3", "fsdp"}
+
+
+# ----------------------------------------------------------------------------- seconds
+def test_training_seconds_is_six_psi_flops_a_token_plus_the_reference_forward():
+    assert training_seconds(7e9, 1e6, 1e15, extra_forwards=0) == pytest.approx(6 * 7e9 * 1e6 / 1e15)
+    assert training_seconds(7e9, 1e6, 1e15) == pytest.approx(8 * 7e9 * 1e6 / 1e15)
+    assert training_seconds(7e9, 1e6, 1e15, gpus=8, extra_forwards=2) == pytest.approx(10 * 7e9 * 1e6 / 8e15)
+
+
+def test_generation_seconds_against_a_step_by_step_loop():
+    psi, n, P, T, F, W, kv = 7e9, 32, 100, 300, 989e12, 3.35e12, 524288
+
+    def loop():
+        total = 2 * psi * n * P / F
+        for t in range(T):
+            total += max((2 * psi + n * (P + t) * kv) / W, 2 * psi * n / F)
+        return total
+    assert generation_seconds(psi, n, P, T, flops_per_second=F, bandwidth=W, kv_bytes_per_token=kv) == pytest.approx(loop())
+
+
+def test_decoding_is_bound_by_bandwidth_at_small_batches():
+    """Each step reads the weights once, whatever the batch: one sequence or 64 take the same time per token
+    while the weights dominate, until 2 Psi n / F overtakes Psi b / W at n = F b / (2 W) (295 on an H100)."""
+    F, W = H100_SXM["bf16_flops"], H100_SXM["memory_bandwidth"]
+    one = generation_seconds(7e9, 1, 0, 1000, flops_per_second=F, bandwidth=W)
+    assert one == pytest.approx(1000 * 14e9 / W)
+    assert generation_seconds(7e9, 64, 0, 1000, flops_per_second=F, bandwidth=W) == pytest.approx(one)
+    assert math.floor(F * 2 / (2 * W)) == 295
+    many = generation_seconds(7e9, 1024, 0, 1000, flops_per_second=F, bandwidth=W)
+    assert many == pytest.approx(1000 * 2 * 7e9 * 1024 / F)
+
+
+def test_weight_sync_seconds():
+    assert weight_sync_seconds(7e9, 50e9) == pytest.approx(0.28)        # 14 GB of bf16 weights at 50 GB/s
+    assert weight_sync_seconds(7e9, 50e9, weight_bytes=4) == pytest.approx(0.56)
+
+
+def test_schedules():
+    """R = 10, T = 5, S = 1 (sampling slower) and R = 4 (sampling faster than training plus sync)."""
+    slow = {m: schedule(10, 5, 1, m) for m in SCHEDULES}
+    assert slow["synchronous"] == {"wall": 16, "sampler_idle": 6, "trainer_idle": 11, "staleness": 0}
+    assert slow["one_step_off"] == {"wall": 11, "sampler_idle": 1, "trainer_idle": 6, "staleness": 1}
+    assert slow["asynchronous"] == {"wall": 10, "sampler_idle": 0, "trainer_idle": 5, "staleness": 1}
+    fast = {m: schedule(4, 5, 1, m, max_staleness=3) for m in SCHEDULES}
+    assert [fast[m]["wall"] for m in SCHEDULES] == [10, 6, 6]
+    assert [fast[m]["staleness"] for m in SCHEDULES] == [0, 1, 3]
+    assert schedule(4, 5, 0, "synchronous")["wall"] == 9
