@@ -1,0 +1,139 @@
+"""Tests for rl4llm.estimator_bias (chapter 16): the tasks' exact gradients by finite differences, the
+token weights by autograd through grpo_loss, the exact moments by Monte Carlo (within 4 standard errors,
+fixed seeds) and by chapter 9's enumeration, and every bad input."""
+import numpy as np
+import pytest
+import torch
+
+from rl4llm import LOGITS, REWARDS, policy_gradient
+from rl4llm.estimator_bias import (ADVANTAGES, Task, advantages, estimate_of_group, estimator_moments,
+                                   one_step_task, sample_estimates, token_weights, two_step_task)
+from rl4llm.estimators import group_estimator_moments, total_variance_and_standard_error
+from rl4llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
+from rl4llm.toy_grpo import TWO_STEP_NEXT, aggregation_weights, two_step_answer_probs, two_step_logits
+
+from numerics import finite_difference
+
+ONE, TWO = one_step_task(), two_step_task()
+
+
+def _two_step_J(flat):
+    sizes = np.cumsum([0] + [len(v) for v in TWO_STEP_NEXT.values()])
+    params = {c: flat[a:b] for c, a, b in zip(TWO_STEP_NEXT, sizes[:-1], sizes[1:])}
+    probs = two_step_answer_probs(params)
+    return sum(probs[a] * r for a, r in zip(TWO.answers, TWO.rewards))
+
+
+def test_tasks_hold_the_toys():
+    assert np.allclose(ONE.gradient, policy_gradient(LOGITS, REWARDS))
+    assert np.allclose(TWO.probs, [0.08, 0.4, 0.16, 0.2, 0.1, 0.02, 0.04])
+    assert TWO.rewards.tolist() == [0, 0, 1, 0, 0, 1, 0] and TWO.lengths.tolist() == [2, 2, 2, 2, 2, 3, 3]
+    flat = np.concatenate(list(two_step_logits().values()))
+    assert np.allclose(TWO.gradient, finite_difference(_two_step_J, flat), atol=1e-8)
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_token_weights_are_autograd_through_grpo_loss(loss_type):
+    rewards, lengths = np.array([1.0, 0.0, 1.0, 0.0]), np.array([2, 3, 3, 1])
+    A = group_advantages(rewards)
+    ours = token_weights(A, lengths, loss_type, 5)
+    theirs = aggregation_weights(rewards, lengths, loss_type, max_completion_length=5)["per_token"] * 5
+    assert np.allclose(ours, theirs)
+
+
+def test_one_group_estimate_is_minus_the_gradient_of_grpo_loss():
+    """The two-step estimate of one group equals L_max times -d grpo_loss / d logits (autograd)."""
+    group = np.array([2, 5, 1, 6, 5])
+    names = list(TWO.answers)
+    params = {c: torch.tensor(z, dtype=torch.float64, requires_grad=True) for c, z in two_step_logits().items()}
+    from rl4llm.toy_grpo import _two_step_logp
+    logp, mask = _two_step_logp(params, [names[i] for i in group])
+    for advantage in ADVANTAGES:
+        A = advantages(TWO.rewards[group], TWO.lengths[group], advantage)
+        for loss_type in LOSS_TYPES:
+            for z in params.values():
+                z.grad = None
+            loss, _ = grpo_loss(logp, logp.detach(), torch.tensor(A), mask, loss_type=loss_type,
+                                max_completion_length=4)
+            loss.backward(retain_graph=True)
+            grad = -4 * torch.cat([z.grad for z in params.values()]).numpy()
+            assert np.allclose(estimate_of_group(TWO, group, advantage, loss_type, 4), grad)
+
+
+@pytest.mark.parametrize("baseline, advantage", [(0.0, "reinforce"), ("mean", "group_mean"),
+                                                 ("leave_one_out", "rloo")])
+def test_one_step_moments_agree_with_chapter_9(baseline, advantage):
+    ours = estimator_moments(ONE, 6, advantage)
+    theirs = group_estimator_moments(LOGITS, REWARDS, 6, baseline)
+    assert np.allclose(ours["mean"], theirs["mean"])
+    assert np.isclose(ours["variance"], theirs["total_variance"])
+    assert np.isclose(ours["mean_squared_error"], theirs["mean_squared_error"])
+
+
+@pytest.mark.parametrize("task", [ONE, TWO])
+def test_which_estimators_are_unbiased(task):
+    for G in (2, 3, 5):
+        for advantage in ("reinforce", "rloo"):
+            assert estimator_moments(task, G, advantage)["bias_norm"] < 1e-12
+        m = estimator_moments(task, G, "group_mean")
+        assert np.allclose(m["mean"], (1 - 1 / G) * task.gradient) and np.isclose(m["relative_bias"], 1 / G)
+        assert estimator_moments(task, 4, "grpo")["relative_bias"] > 0.5
+
+
+def test_grpo_equals_rloo_at_G_2_and_reinforce_pp_equals_grpo_on_one_token():
+    for task in (ONE, TWO):
+        assert np.allclose(estimator_moments(task, 2, "grpo")["mean"], estimator_moments(task, 2, "rloo")["mean"])
+    for G in (3, 6):
+        a, b = estimator_moments(ONE, G, "grpo"), estimator_moments(ONE, G, "reinforce_pp")
+        assert np.allclose(a["mean"], b["mean"]) and np.isclose(a["variance"], b["variance"])
+    assert estimator_moments(TWO, 4, "reinforce_pp")["bias_norm"] != estimator_moments(TWO, 4, "grpo")["bias_norm"]
+
+
+def test_length_aggregations_bend_the_direction_on_two_lengths_only():
+    for loss_type in ("grpo", "dapo"):
+        assert estimator_moments(ONE, 4, "rloo", loss_type)["cosine"] > 1 - 1e-12
+        assert estimator_moments(TWO, 4, "rloo", loss_type)["cosine"] < 0.9999
+    assert estimator_moments(TWO, 4, "rloo", "dr_grpo", max_completion_length=7)["bias_norm"] < 1e-12
+    long_cap = estimator_moments(TWO, 4, "rloo", "grpo", max_completion_length=6)
+    assert np.isclose(long_cap["scale"], 2 * estimator_moments(TWO, 4, "rloo", "grpo")["scale"])
+
+
+@pytest.mark.parametrize("task, advantage, loss_type", [
+    (ONE, "grpo", "dr_grpo"), (TWO, "rloo", "grpo"), (TWO, "grpo", "dapo"), (TWO, "reinforce_pp", "dr_grpo"),
+    (TWO, "group_mean", "bnpo")])
+def test_exact_moments_against_monte_carlo(task, advantage, loss_type):
+    exact = estimator_moments(task, 4, advantage, loss_type)
+    x = sample_estimates(task, 4, 40_000, seed=7, advantage=advantage, loss_type=loss_type)
+    se = x.std(axis=0, ddof=1) / np.sqrt(len(x))
+    assert np.all(np.abs(x.mean(axis=0) - exact["mean"]) < 4 * se + 1e-12)
+    v, v_se = total_variance_and_standard_error(x)
+    assert abs(v - exact["variance"]) < 4 * v_se
+    assert np.isclose(exact["mean_squared_error"], exact["variance"] + exact["bias_norm"] ** 2)
+
+
+def test_sample_estimates_is_seeded():
+    assert np.array_equal(sample_estimates(TWO, 3, 50, 1), sample_estimates(TWO, 3, 50, 1))
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="task must be a Task"):
+        estimator_moments("toy", 4)
+    with pytest.raises(ValueError, match="advantage must be one of"):
+        estimator_moments(ONE, 4, "ppo")
+    with pytest.raises(ValueError, match="loss_type must be one of"):
+        estimator_moments(ONE, 4, "group_mean", "mean")
+    with pytest.raises(ValueError, match="G must be"):
+        estimator_moments(ONE, 1, "rloo")
+    with pytest.raises(ValueError, match="G must be"):
+        estimator_moments(ONE, 0)
+    with pytest.raises(ValueError, match="max_completion_length must be"):
+        estimator_moments(TWO, 4, max_completion_length=2)
+    with pytest.raises(ValueError, match="samples must"):
+        estimate_of_group(ONE, [0, 7])
+    with pytest.raises(ValueError, match="group must be a 1-D"):
+        estimate_of_group(ONE, [[0, 1]])
+    with pytest.raises(ValueError, match="n_groups must be"):
+        sample_estimates(ONE, 4, 0, 1)
+    with pytest.raises(ValueError, match="rewards must be"):
+        one_step_task(LOGITS, [0, 1])
+    assert isinstance(ONE, Task)

@@ -1,0 +1,117 @@
+"""Tests for rl4llm.kl_estimators (chapter 16): the three estimators against their formulas and the
+exact KL by enumeration and Monte Carlo; each leash's expected gradient by autograd against the closed
+forms of both KL directions, against finite differences of the KL, and against Monte Carlo; the
+training runs against their exact paths; and every bad input."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rl4llm import LOGITS, kl_divergence, kl_estimators, softmax
+from rl4llm.estimators import sample_groups
+from rl4llm.kl_estimators import (LEASH_DIRECTIONS, LEASHES, kl_estimator_moments, leash_exact_run,
+                                  leash_gradient, leash_run, moved_policy)
+from rl4llm.toy_grpo import forward_kl_gradient, k3_loss_gradient, reverse_kl_gradient
+
+from numerics import finite_difference
+
+Z = moved_policy(0.5)
+
+
+def test_formulas_on_one_token():
+    k1, k2, k3 = kl_estimators(math.log(0.8), math.log(0.2))
+    assert np.isclose(k1, math.log(4)) and np.isclose(k2, math.log(4) ** 2 / 2)
+    assert np.isclose(k3, 0.25 - math.log(0.25) - 1)
+    assert all(isinstance(k, np.ndarray) for k in (k1, k2, k3))
+
+
+def test_torch_in_torch_out_with_gradients():
+    logp = torch.tensor([-0.5, -2.0], dtype=torch.float64, requires_grad=True)
+    k1, k2, k3 = kl_estimators(logp, torch.tensor([-1.0, -1.0], dtype=torch.float64))
+    (k1 + k2 + k3).sum().backward()
+    x = logp.detach() + 1.0
+    assert torch.allclose(logp.grad, 1 + x + (1 - torch.exp(-x)))
+
+
+def test_moments_exact_and_by_monte_carlo():
+    m = kl_estimator_moments(Z)
+    pi = softmax(Z)
+    assert np.isclose(m["kl"], kl_divergence(pi, softmax(LOGITS)))
+    assert abs(m["k1"]["bias"]) < 1e-12 and abs(m["k3"]["bias"]) < 1e-12 and m["k2"]["bias"] > 0.01
+    assert m["k3"]["variance"] < m["k1"]["variance"]
+    ys = sample_groups(pi, 1, 200_000, np.random.default_rng(3))[:, 0]
+    for name, k in zip(("k1", "k2", "k3"), kl_estimators(np.log(pi)[ys], np.log(softmax(LOGITS))[ys])):
+        se = k.std(ddof=1) / math.sqrt(k.size)
+        assert abs(k.mean() - m[name]["mean"]) < 4 * se
+        assert abs(k.var(ddof=1) - m[name]["variance"]) < 0.02 * m[name]["variance"] + 1e-12
+
+
+def test_each_leash_follows_its_direction():
+    closed = {"forward": forward_kl_gradient(Z, LOGITS), "reverse": reverse_kl_gradient(Z, LOGITS),
+              "none": np.zeros(5)}
+    for leash in LEASHES:
+        assert np.allclose(leash_gradient(Z, LOGITS, leash), closed[LEASH_DIRECTIONS[leash]], atol=1e-12), leash
+    reverse_by_fd = finite_difference(lambda z: kl_divergence(softmax(z), softmax(LOGITS)), Z)
+    forward_by_fd = finite_difference(lambda z: kl_divergence(softmax(LOGITS), softmax(z)), Z)
+    assert np.allclose(closed["reverse"], reverse_by_fd, atol=1e-8)
+    assert np.allclose(closed["forward"], forward_by_fd, atol=1e-8)
+
+
+def test_k3_leashes_agree_with_chapter_13s_autograd():
+    ys = np.array([0, 2, 2, 1, 4, 3, 2])
+    for corrected, leash in ((False, "k3_loss"), (True, "k3_corrected")):
+        theirs = k3_loss_gradient(Z, LOGITS, ys, bias_correction=corrected)["gradient"]
+        assert np.allclose(leash_gradient(Z, LOGITS, leash, samples=ys), theirs)
+
+
+@pytest.mark.parametrize("leash", LEASHES)
+def test_sampled_leash_gradient_averages_to_the_exact_one(leash):
+    ys = sample_groups(softmax(Z), 1, 20_000, np.random.default_rng(5))[:, 0]
+    chunks = np.array([leash_gradient(Z, LOGITS, leash, samples=c) for c in np.split(ys, 100)])
+    se = chunks.std(axis=0, ddof=1) / math.sqrt(len(chunks))
+    assert np.all(np.abs(chunks.mean(axis=0) - leash_gradient(Z, LOGITS, leash)) < 4 * se + 1e-12)
+
+
+def test_reverse_leashes_share_every_per_sample_gradient():
+    ys = np.array([3])
+    grads = [leash_gradient(Z, LOGITS, leash, samples=ys) for leash in ("k1_reward", "k2_loss", "k3_corrected")]
+    assert np.allclose(grads[0], grads[1]) and np.allclose(grads[0], grads[2])
+
+
+def test_runs_follow_their_exact_paths_and_are_seeded():
+    for leash in ("k1_reward", "k3_loss"):
+        runs = np.array([leash_run(leash, beta=1.0, steps=20, seed=s)["pi_correct"][-1] for s in range(12)])
+        exact = leash_exact_run(leash, beta=1.0, steps=20)["pi_correct"][-1]
+        assert abs(runs.mean() - exact) < 4 * runs.std(ddof=1) / math.sqrt(runs.size) + 1e-3
+    a, b = leash_run("k2_loss", steps=5, seed=2), leash_run("k2_loss", steps=5, seed=2)
+    assert np.array_equal(a["pi_correct"], b["pi_correct"]) and a["kl"][0] == 0.0
+    assert np.allclose(a["pi_correct"], leash_run("k3_corrected", steps=5, seed=2)["pi_correct"], rtol=0, atol=1e-12)
+
+
+def test_beta_zero_leaves_only_the_reward():
+    a = leash_exact_run("k3_loss", beta=0.0, steps=5)
+    assert np.allclose(a["pi_correct"], leash_exact_run("k1_loss", beta=0.7, steps=5)["pi_correct"])
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="logp and logp_ref must have the same shape"):
+        kl_estimators([0.0, -1.0], [-1.0])
+    with pytest.raises(ValueError, match="logp_ref must be a torch.Tensor"):
+        kl_estimators(torch.zeros(2), [0.0, 0.0])
+    with pytest.raises(ValueError, match="logp must hold finite"):
+        kl_estimators(torch.tensor([-math.inf]), torch.tensor([0.0]))
+    with pytest.raises(ValueError, match="logp"):
+        kl_estimators([math.nan], [0.0])
+    with pytest.raises(ValueError, match="leash must be one of"):
+        leash_gradient(Z, LOGITS, "k3")
+    with pytest.raises(ValueError, match="samples must be"):
+        leash_gradient(Z, LOGITS, "k3_loss", samples=[9])
+    with pytest.raises(ValueError, match="beta must be"):
+        leash_run("k3_loss", beta=-1.0)
+    with pytest.raises(ValueError, match="G must be"):
+        leash_run("k3_loss", G=1)
+    with pytest.raises(ValueError, match="pi_correct must be"):
+        moved_policy(1.0)
+    with pytest.raises(ValueError, match="ref_logits"):
+        kl_estimator_moments(Z, LOGITS[:3])
