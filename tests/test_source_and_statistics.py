@@ -7,18 +7,20 @@ import pytest
 from rl4llm import gae, group_advantages, softmax
 from rl4llm.statistics import (false_alarm_rate_of_two_se, noise_floor, seeds_needed, standard_error, t_quantile,
                                verdict, welch_dof)
-from rl4llm.viz.source import FOLDED, show_source, source_without_checks
+from rl4llm.viz.source import show_source
 
 
-def test_source_folds_input_checks_and_keeps_the_formula():
-    text = source_without_checks(group_advantages)
-    assert text.startswith("def group_advantages(") and '"""A_i = (r_i - mean_j r_j)' in text
-    assert "r = rewards  # checked" in text and "eps = eps" not in text
-    assert "raise ValueError" not in text and FOLDED in text
-    assert FOLDED + "\n    " + FOLDED not in text          # a run of checks is one comment
-    compile(source_without_checks(gae), "gae", "exec")      # still valid Python
+def test_source_is_shown_exactly_as_written_with_its_declared_checks():
+    import inspect
+    import textwrap
+
+    text = show_source(group_advantages).text
+    assert text == textwrap.dedent(inspect.getsource(group_advantages))
+    assert text.startswith("@checked(") and "def group_advantages(" in text         # the ranges, then the signature
+    assert '"""A_i = (r_i - mean_j r_j)' in text and "raise ValueError" not in text  # the body is the formula
+    compile(show_source(gae).text, "gae", "exec")                                    # valid Python
     listing = show_source(softmax)._repr_markdown_()
-    assert listing == "```python\n" + source_without_checks(softmax).rstrip() + "\n```\n"
+    assert listing == "```python\n" + show_source(softmax).text.rstrip() + "\n```\n"
     assert "<" not in listing.split("\n", 1)[0]                 # a fence, not a highlighter's HTML
 
 

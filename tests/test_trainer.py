@@ -286,6 +286,7 @@ def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch
 
     def nan_loss(logp, *args, **kwargs):
         return logp.sum() * float("nan"), {"clip_fraction": 0.0, "mean_ratio": 1.0, "mean_kl": 0.0}
+    nan_loss.unchecked = nan_loss       # the trainer calls the loss unchecked: its config checked the options
     monkeypatch.setattr(trainer_module, "grpo_loss", nan_loss)
     with pytest.raises(FloatingPointError, match=r"step 2 .*loss is nan"):
         trainer.train(1, progress=False, checkpoint_path=str(path))

@@ -6,6 +6,8 @@ or a silent clamp.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 
@@ -37,11 +39,16 @@ def logits_array(logits, name: str = "logits") -> np.ndarray:
     return as_float_array(logits, name)
 
 
+def reward_array(rewards, name: str = "rewards") -> np.ndarray:
+    """Finite rewards (one per answer, or a batch of groups on the last axis)."""
+    return as_float_array(rewards, name)
+
+
 def logits_vector(logits, name: str = "logits") -> np.ndarray:
     """Finite logits of a single distribution: a non-empty 1-D vector."""
     z = logits_array(logits, name)
     if z.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector, got shape {z.shape}")
+        raise ValueError(f"{name} must be a 1-D vector of logits, got shape {z.shape}")
     return z
 
 
@@ -122,3 +129,91 @@ def sample_indices(samples, size: int) -> np.ndarray:
     if np.any(arr < 0) or np.any(arr >= size):
         raise ValueError(f"samples must be answer indices in [0, {size - 1}]")
     return arr
+
+
+def checked(*relations, **rules):
+    """Validate a function's arguments where they arrive, declared beside its signature.
+
+    ``rules`` maps an argument's name to its check, ``rule(value, name) -> value`` (a helper above,
+    or a range built by :func:`at_least`, :func:`in_range`, :func:`one_of`, :func:`optional`); the
+    function body receives what the check returns (a float64 array for an array argument).
+    ``relations`` check several arguments at once: ``relation(args)`` on the dict of the checked
+    arguments (:func:`same_shapes`, :func:`clip_range`), which may fill in a default from another argument. Every check raises ``ValueError`` naming the parameter and its
+    valid range, so the body trusts its inputs and reads like the formula. The undecorated function
+    is ``f.unchecked``: an inner loop whose inputs were checked once where they arrived calls it.
+    """
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, rule in rules.items():
+                bound.arguments[name] = rule(bound.arguments[name], name)
+            for relation in relations:
+                relation(bound.arguments)
+            return fn(*bound.args, **bound.kwargs)
+
+        wrapper.unchecked = fn
+        return wrapper
+    return decorate
+
+
+def at_least(minimum: int):
+    """Rule: an integer >= ``minimum``."""
+    return lambda x, name: integer_at_least(x, name, minimum)
+
+
+def in_range(low: float, high: float, *, low_open: bool = False, high_open: bool = False):
+    """Rule: a finite real number in [low, high], either end optionally open."""
+    return lambda x, name: real_in_range(x, name, low, high, low_open=low_open, high_open=high_open)
+
+
+def one_of(choices, what: str = ""):
+    """Rule: one of ``choices`` (``what`` says what they are, in the message)."""
+    def rule(x, name):
+        if isinstance(x, bool) or x not in choices:
+            raise ValueError(f"{name} must be one of {tuple(choices)}{what}, got {x!r}")
+        return x
+    return rule
+
+
+def optional(rule):
+    """Rule: None, or what ``rule`` accepts."""
+    return lambda x, name: None if x is None else rule(x, name)
+
+
+def same_shapes(*names: str):
+    """Relation: the named (checked) array arguments share one shape."""
+    def relation(args):
+        for other in names[1:]:
+            same_shape(args[names[0]], args[other], names[0], other)
+    return relation
+
+
+def eps_pair(eps_low, eps_high, name_low: str = "eps_low", name_high: str = "eps_high") -> tuple[float, float]:
+    """PPO's clip range [1 - eps_low, 1 + eps_high] (chapter 11): each width in (0, 1); ``eps_high=None``
+    is ``eps_low`` (a symmetric clip; DAPO's clip-higher sets it larger)."""
+    low = real_in_range(eps_low, name_low, 0.0, 1.0, low_open=True, high_open=True)
+    high = low if eps_high is None else real_in_range(eps_high, name_high, 0.0, 1.0, low_open=True,
+                                                      high_open=True)
+    return low, high
+
+
+def clip_range(low: str = "eps_low", high: str = "eps_high"):
+    """Relation: the arguments ``low`` and ``high`` are a clip range (:func:`eps_pair`); the function
+    receives both as floats, ``high`` filled in with ``low`` where it was None."""
+    def relation(args):
+        args[low], args[high] = eps_pair(args[low], args[high], low, high)
+    return relation
+
+
+def check_fields(obj, rules: dict, *relations) -> None:
+    """Check a config's fields where the config is made: ``rules`` maps a field to its rule (as in
+    :func:`checked`), ``relations`` check several fields at once; the fields keep their values."""
+    values = {name: getattr(obj, name) for name in vars(obj)}
+    for name, rule in rules.items():
+        rule(values[name], name)
+    for relation in relations:
+        relation(dict(values))

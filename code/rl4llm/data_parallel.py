@@ -25,21 +25,31 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import integer_at_least
-from .grpo import LOSS_TYPES, grpo_loss
+from ._checks import at_least, checked, one_of
+from .grpo import grpo_loss
+from .loss_types import LOSS_TYPES, loss_type_names
 
 
+def _divides_batch(args):
+    if args["batch_size"] % args["num_processes"]:
+        raise ValueError(f"num_processes must divide the batch size {args['batch_size']}, got {args['num_processes']}")
+
+
+@checked(_divides_batch, batch_size=at_least(1), num_processes=at_least(1))
 def shard_slices(batch_size: int, num_processes: int) -> list[slice]:
     """The rows each process holds: the p-th contiguous block of ``batch_size / num_processes``
     rows, as TRL 1.16 splits a batch (chapter 15)."""
-    batch_size = integer_at_least(batch_size, "batch_size", 1)
-    num_processes = integer_at_least(num_processes, "num_processes", 1)
-    if batch_size % num_processes:
-        raise ValueError(f"num_processes must divide the batch size {batch_size}, got {num_processes}")
     rows = batch_size // num_processes
     return [slice(p * rows, (p + 1) * rows) for p in range(num_processes)]
 
 
+def _batch_mask(mask, name):
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        raise ValueError(f"{name} must be a (B, T) torch.Tensor, got {getattr(mask, 'shape', type(mask).__name__)}")
+    return mask
+
+
+@checked(loss_type=one_of(LOSS_TYPES), mask=_batch_mask)
 def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
                        advantages: torch.Tensor, mask: torch.Tensor, *,
                        num_processes: int, loss_type: str = "grpo",
@@ -50,16 +60,13 @@ def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
 
     L_p is TRL 1.16's loss on process p's rows (:func:`shard_slices`):
     :func:`rl4llm.grpo.grpo_loss` on those rows for ``grpo``, ``bnpo`` and ``dr_grpo``;
-    for ``dapo`` the rows' masked token sum divided by N / P, N the token count of the
-    whole batch. Returns ``(loss, per_process_losses)``; the other arguments mean what
+    for a loss type whose token count is gathered over processes (``dapo``,
+    :mod:`rl4llm.loss_types`) the rows' masked token sum divided by N / P, N the token count
+    of the whole batch. Returns ``(loss, per_process_losses)``; the other arguments mean what
     they mean in ``grpo_loss``. ``num_processes=1`` gives ``grpo_loss`` (chapter 15).
     """
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
-    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
-        raise ValueError(f"mask must be a (B, T) torch.Tensor, "
-                         f"got {getattr(mask, 'shape', type(mask).__name__)}")
     shards = shard_slices(mask.shape[0], num_processes)
+    gathered = LOSS_TYPES[loss_type].gathered_tokens
     P = len(shards)
     n_total = mask.to(logp.dtype).sum().clamp(min=1)
     losses = []
@@ -67,19 +74,19 @@ def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
         ref = None if ref_logp is None else ref_logp[rows]
         local, _ = grpo_loss(logp[rows], old_logp[rows], advantages[rows], mask[rows],
                              eps_low=eps_low, eps_high=eps_high, beta=beta,
-                             ref_logp=ref,
-                             loss_type="bnpo" if loss_type == "dapo" else loss_type,
+                             ref_logp=ref, loss_type=loss_type,
                              max_completion_length=max_completion_length)
-        if loss_type == "dapo":     # S_p / (N / P) = (S_p / n_p) * n_p * P / N
+        if gathered:                # S_p / (N / P) = (S_p / n_p) * n_p * P / N
             n_local = mask[rows].to(logp.dtype).sum().clamp(min=1)
             local = local * n_local * P / n_total
         losses.append(local)
     return torch.stack(losses).mean(), losses
 
 
+@checked(loss_types=loss_type_names)
 def normalisation_table(model, tokens: torch.Tensor, prompt_len: int, old_logp: torch.Tensor,
                         advantages: torch.Tensor, mask: torch.Tensor, *, num_processes: int = 2,
-                        loss_types=LOSS_TYPES, temperature: float = 1.0, **loss_kwargs) -> list[dict]:
+                        loss_types=tuple(LOSS_TYPES), temperature: float = 1.0, **loss_kwargs) -> list[dict]:
     """One row per loss type: the one-process loss and gradient against the P-process ones (chapter 15).
 
     The log-probabilities are ``completion_logprobs(model, tokens, prompt_len, temperature)``, in
@@ -91,9 +98,6 @@ def normalisation_table(model, tokens: torch.Tensor, prompt_len: int, old_logp: 
     """
     from .model import completion_logprobs
 
-    loss_types = tuple(loss_types)
-    if not loss_types or any(t not in LOSS_TYPES for t in loss_types):
-        raise ValueError(f"loss_types must be a non-empty sequence of {LOSS_TYPES}, got {loss_types!r}")
     shards = shard_slices(mask.shape[0], num_processes)
     params = list(model.parameters())
     dtype = params[0].dtype

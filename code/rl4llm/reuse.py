@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_float_array, index_in_range, integer_at_least, positive_real,
+from ._checks import (as_float_array, eps_pair, index_in_range, integer_at_least, logits_vector, positive_real,
                       probability_array, real_in_range, same_shape, sample_indices)
 from .distributions import kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
@@ -187,7 +187,7 @@ def policy_kl(p_logits, q_logits) -> float:
 
     The trust region measures KL(pi_old || pi_new): ``policy_kl(old_logits, new_logits)``.
     """
-    return kl_divergence(softmax(_vector(p_logits, "p_logits")), softmax(_vector(q_logits, "q_logits")))
+    return kl_divergence(softmax(logits_vector(p_logits, "p_logits")), softmax(logits_vector(q_logits, "q_logits")))
 
 
 def fisher_matrix(logits) -> np.ndarray:
@@ -199,7 +199,7 @@ def fisher_matrix(logits) -> np.ndarray:
     leaves pi unchanged. With every pi(y) > 0 that is its only null direction
     (rank n - 1), so F has no inverse, only a pseudo-inverse F^+.
     """
-    pi = softmax(_vector(logits, "logits"))
+    pi = softmax(logits_vector(logits, "logits"))
     return np.diag(pi) - np.outer(pi, pi)
 
 
@@ -256,7 +256,7 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
     Returns the new logits, the exact KL, the step fraction kept and the
     backtracks used (fraction 0 and the old logits if no step met the bound).
     """
-    z = _vector(logits, "logits")
+    z = logits_vector(logits, "logits")
     g = as_float_array(gradient, "gradient")
     same_shape(z, g, "logits", "gradient")
     delta = positive_real(delta, "delta")
@@ -280,13 +280,6 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
 
 
 # --------------------------------------------------------------------------- PPO's clip
-def _eps_pair(eps_low, eps_high, name_low: str = "eps_low") -> tuple[float, float]:
-    low = real_in_range(eps_low, name_low, 0.0, 1.0, low_open=True, high_open=True)
-    high = low if eps_high is None else real_in_range(eps_high, "eps_high", 0.0, 1.0, low_open=True,
-                                                      high_open=True)
-    return low, high
-
-
 def _ratio_advantage(ratio, advantage):
     rho = as_float_array(ratio, "ratio", ndim_min=0)
     A = as_float_array(advantage, "advantage", ndim_min=0)
@@ -307,7 +300,7 @@ def clipped_objective(ratio, advantage, eps, eps_high=None):
     out; arrays in, array out.
     """
     rho, A = _ratio_advantage(ratio, advantage)
-    low, high = _eps_pair(eps, eps_high, "eps")
+    low, high = eps_pair(eps, eps_high, "eps")
     return _out(np.minimum(rho * A, np.clip(rho, 1.0 - low, 1.0 + high) * A))
 
 
@@ -319,10 +312,12 @@ def clip_binds(ratio, advantage, eps_low, eps_high=None) -> np.ndarray:
     enough). Never on the side that corrects the ratio back toward 1.
     """
     rho, A = _ratio_advantage(ratio, advantage)
-    return _binds(rho, A, *_eps_pair(eps_low, eps_high))
+    return clip_binds_mask(rho, A, *eps_pair(eps_low, eps_high))
 
 
-def _binds(rho: np.ndarray, A: np.ndarray, low: float, high: float) -> np.ndarray:
+def clip_binds_mask(rho, A, low: float, high: float):
+    """``clip_binds`` on trusted inputs, numpy arrays or torch tensors alike: the one definition of
+    where PPO's clip binds, which the toy loops and ``grpo_loss`` use."""
     return ((rho > 1.0 + high) & (A > 0)) | ((rho < 1.0 - low) & (A < 0))
 
 
@@ -334,7 +329,7 @@ def clipped_objective_grad(ratio, advantage, eps, eps_high=None):
     the derivative from inside the band.
     """
     rho, A = _ratio_advantage(ratio, advantage)
-    return _out(np.where(_binds(rho, A, *_eps_pair(eps, eps_high, "eps")), 0.0, A))
+    return _out(np.where(clip_binds_mask(rho, A, *eps_pair(eps, eps_high, "eps")), 0.0, A))
 
 
 def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
@@ -349,16 +344,9 @@ def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
 
 
 # --------------------------------------------------------------------------- the toy group surrogate
-def _vector(logits, name: str) -> np.ndarray:
-    z = as_float_array(logits, name)
-    if z.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector of logits, got shape {z.shape}")
-    return z
-
-
 def _group(logits, old_logits, samples, advantages):
-    z = _vector(logits, "logits")
-    z_old = _vector(old_logits, "old_logits")
+    z = logits_vector(logits, "logits")
+    z_old = logits_vector(old_logits, "old_logits")
     same_shape(z, z_old, "logits", "old_logits")
     ys = sample_indices(samples, z.size)
     if ys.ndim != 1:
@@ -393,7 +381,7 @@ def clipped_surrogate_gradient(logits, old_logits, samples, advantages, eps_low,
     gradient (1/G) sum_i A_i score(y_i).
     """
     z, z_old, ys, A = _group(logits, old_logits, samples, advantages)
-    eps_low, eps_high = _eps_pair(eps_low, eps_high)
+    eps_low, eps_high = eps_pair(eps_low, eps_high)
     return _surrogate_gradient(z, log_softmax(z_old), ys, A, eps_low, eps_high)
 
 
@@ -424,7 +412,7 @@ def ppo_inner_steps(logits, samples, advantages, eps: float, lr: float, K: int) 
     z_old, _, ys, A = _group(logits, logits, samples, advantages)
     lr = positive_real(lr, "lr")
     K = integer_at_least(K, "K", 1)
-    low, high = _eps_pair(eps, None, "eps")
+    low, high = eps_pair(eps, None, "eps")
     old_logp = log_softmax(z_old)
     path = [z_old]
     for _ in range(K):

@@ -25,34 +25,22 @@ import math
 import numpy as np
 import torch
 
-from ._checks import (integer_at_least, logits_array, logits_vector, positive_real, real_in_range,
-                      same_shape)
+from ._checks import (at_least, checked, clip_range, in_range, integer_at_least, logits_vector, one_of, optional,
+                      positive_real, reward_array, same_shape, same_shapes)
 from .distributions import entropy, kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
-from .grpo import LOSS_TYPES, group_advantages, grpo_loss
+from .grpo import group_advantages, grpo_loss
+from .loss_types import LOSS_TYPES
+from .reuse import clip_binds_mask
 from .reuse import clip_fraction, clipped_surrogate_gradient, importance_ratios
 from .toy import EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_5, PROMPT, REWARDS
 from .verifier import addition_reward
 
 
 # ----------------------------------------------------------------------------- validation helpers
-def _vector(logits, name: str) -> np.ndarray:
-    z = logits_array(logits, name)
-    if z.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector of logits, got shape {z.shape}")
-    return z
-
-
-def _eps(eps_low, eps_high) -> tuple[float, float | None]:
-    low = real_in_range(eps_low, "eps_low", 0.0, 1.0, low_open=True, high_open=True)
-    if eps_high is not None:
-        eps_high = real_in_range(eps_high, "eps_high", 0.0, 1.0, low_open=True, high_open=True)
-    return low, eps_high
-
-
-def _ddof(ddof) -> int:
+def _ddof(ddof, name: str = "ddof") -> int:
     if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std, as TRL), got {ddof!r}")
+        raise ValueError(f"{name} must be 0 (population std) or 1 (sample std, as TRL), got {ddof!r}")
     return int(ddof)
 
 
@@ -64,8 +52,8 @@ def forward_kl_gradient(logits, ref_logits) -> np.ndarray:
     grad_z ln pi(y) = onehot(y) - pi, so the gradient is -(pi_ref - pi sum_y pi_ref(y)) = pi - pi_ref.
     This is the expected gradient of GRPO's k3 penalty (``k3_loss_gradient``).
     """
-    z = _vector(logits, "logits")
-    z_ref = _vector(ref_logits, "ref_logits")
+    z = logits_vector(logits, "logits")
+    z_ref = logits_vector(ref_logits, "ref_logits")
     same_shape(z, z_ref, "logits", "ref_logits")
     return softmax(z) - softmax(z_ref)
 
@@ -76,8 +64,8 @@ def reverse_kl_gradient(logits, ref_logits) -> np.ndarray:
     The mode-seeking direction the source text names for the RLHF leash. GRPO's k3 estimator
     estimates this KL's VALUE but, in the loss, follows the other direction's gradient.
     """
-    z = _vector(logits, "logits")
-    z_ref = _vector(ref_logits, "ref_logits")
+    z = logits_vector(logits, "logits")
+    z_ref = logits_vector(ref_logits, "ref_logits")
     same_shape(z, z_ref, "logits", "ref_logits")
     pi = softmax(z)
     log_ratio = log_softmax(z) - log_softmax(z_ref)
@@ -90,7 +78,7 @@ def entropy_gradient(logits) -> np.ndarray:
     From H = -sum_y pi ln pi and d pi_y / d z_k = pi_y (1[y = k] - pi_k). Its entries sum to 0, and it
     vanishes at the uniform policy (maximum entropy).
     """
-    z = _vector(logits, "logits")
+    z = logits_vector(logits, "logits")
     pi = softmax(z)
     log_pi = log_softmax(z)
     return -pi * (log_pi - pi @ log_pi)
@@ -112,8 +100,8 @@ def k3_loss_gradient(logits, ref_logits, samples, bias_correction: bool = False)
     through rho adds k3(y_i) grad ln pi(y_i), and the sum estimates grad KL(pi || pi_ref): the
     REVERSE direction (``reverse_kl_gradient``).
     """
-    z = _vector(logits, "logits")
-    z_ref = _vector(ref_logits, "ref_logits")
+    z = logits_vector(logits, "logits")
+    z_ref = logits_vector(ref_logits, "ref_logits")
     same_shape(z, z_ref, "logits", "ref_logits")
     ys = np.asarray(samples)
     if (ys.ndim != 1 or ys.size == 0 or not np.issubdtype(ys.dtype, np.integer)
@@ -137,6 +125,15 @@ def k3_loss_gradient(logits, ref_logits, samples, bias_correction: bool = False)
 
 
 # ----------------------------------------------------------------------------- the GRPO loop on the toy
+def _default_reference(args):
+    if args["ref_logits"] is None:
+        args["ref_logits"] = args["logits"].copy()
+
+
+@checked(clip_range(), same_shapes("logits", "rewards"), _default_reference, same_shapes("logits", "ref_logits"),
+         G=at_least(2), steps=at_least(1), K=at_least(1), lr=positive_real, ddof=_ddof,
+         beta=in_range(0.0, math.inf), entropy_coef=in_range(0.0, math.inf), seed=at_least(0), logits=logits_vector,
+         rewards=reward_array, ref_logits=optional(logits_vector), kl_direction=one_of(("forward", "reverse")))
 def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
                  eps_low: float = 0.2, eps_high: float | None = None,
                  scale: bool = True, ddof: int = 0, beta: float = 0.0,
@@ -173,26 +170,8 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
     of inner step k's change of the logits; ``clip_fraction``, the mean of
     ``inner_clip_fraction`` over the K inner steps.
     """
-    G = integer_at_least(G, "G", 2)
-    steps = integer_at_least(steps, "steps", 1)
-    K = integer_at_least(K, "K", 1)
-    lr = positive_real(lr, "lr")
-    eps_low = real_in_range(eps_low, "eps_low", 0.0, 1.0, low_open=True, high_open=True)
-    real_in_range(eps_low if eps_high is None else eps_high, "eps_high", 0.0, 1.0,
-                  low_open=True, high_open=True)
-    if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 (population std) or 1 (sample std), got {ddof!r}")
-    beta = real_in_range(beta, "beta", 0.0, math.inf)
-    entropy_coef = real_in_range(entropy_coef, "entropy_coef", 0.0, math.inf)
-    if kl_direction not in ("forward", "reverse"):
-        raise ValueError(f"kl_direction must be 'forward' or 'reverse', got {kl_direction!r}")
-    z = logits_vector(logits, "logits").copy()
-    r = logits_array(rewards, "rewards")
-    z_ref = z.copy() if ref_logits is None else logits_vector(ref_logits, "ref_logits")
-    same_shape(z, r, "logits", "rewards")
-    same_shape(z, z_ref, "logits", "ref_logits")
-    eps_high = eps_low if eps_high is None else float(eps_high)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    z = logits.copy()
+    rng = np.random.default_rng(seed)
     kl_gradient = {"forward": forward_kl_gradient,
                    "reverse": reverse_kl_gradient}[kl_direction]
 
@@ -200,15 +179,15 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
     for _ in range(steps):
         z_old = z.copy()
         ys = sample_groups(softmax(z_old), G, 1, rng)[0]
-        A = group_advantages(r[ys], scale=bool(scale), ddof=int(ddof))
-        zero_std.append(float(r[ys].max() == r[ys].min()))
+        A = group_advantages(rewards[ys], scale=bool(scale), ddof=ddof)
+        zero_std.append(float(rewards[ys].max() == rewards[ys].min()))
         inner_clip, inner_size = [], []
         for _ in range(K):
             rho = importance_ratios(z, z_old)[ys]
             inner_clip.append(clip_fraction(rho, A, eps_low, eps_high))
             ascent = clipped_surrogate_gradient(z, z_old, ys, A, eps_low, eps_high)
             if beta > 0:
-                ascent = ascent - beta * kl_gradient(z, z_ref)
+                ascent = ascent - beta * kl_gradient(z, ref_logits)
             if entropy_coef > 0:
                 ascent = ascent + entropy_coef * entropy_gradient(z)
             z = z + lr * ascent
@@ -218,10 +197,10 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
         step_sizes.append(inner_size)
     path = np.array(path)
     probs = softmax(path)
-    pi_ref = softmax(z_ref)
+    pi_ref = softmax(ref_logits)
     return {
-        "pi_correct": probs[:, r == r.max()].sum(axis=1),
-        "J": probs @ r,
+        "pi_correct": probs[:, rewards == rewards.max()].sum(axis=1),
+        "J": probs @ rewards,
         "entropy": np.array([entropy(p) for p in probs]),
         "kl_ref": np.array([kl_divergence(p, pi_ref) for p in probs]),
         "zero_std": np.array(zero_std),
@@ -313,6 +292,15 @@ def two_step_answer_probs(logits: dict | None = None) -> dict[str, float]:
     return {a: float(p) for a, p in zip(answers, logp.sum(dim=1).exp())}
 
 
+def _group_of_answers(answers, name):
+    answers = _answer_list(answers)
+    if len(answers) < 2:
+        raise ValueError(f"{name} must hold a group of G >= 2 answers, got {len(answers)}")
+    return answers
+
+
+@checked(clip_range(), answers=_group_of_answers, K=at_least(1), lr=positive_real, ddof=_ddof,
+         loss_type=one_of(LOSS_TYPES))
 def two_step_inner_steps(answers, K: int = 3, lr: float = 2.0, eps_low: float = 0.2,
                          eps_high: float | None = None, loss_type: str = "grpo", scale: bool = True,
                          ddof: int = 0) -> dict:
@@ -330,17 +318,8 @@ def two_step_inner_steps(answers, K: int = 3, lr: float = 2.0, eps_low: float = 
     (K+1, B) = prod_t rho_t = pi(answer) / pi_old(answer), ``clip_fraction`` (K+1,) from
     ``grpo_loss``'s stats, and ``answer_probs`` (K+1 dicts, ``two_step_answer_probs``).
     """
-    answers = _answer_list(answers)
-    if len(answers) < 2:
-        raise ValueError(f"answers must hold a group of G >= 2 answers, got {len(answers)}")
-    K = integer_at_least(K, "K", 1)
-    lr = positive_real(lr, "lr")
-    eps_low, eps_high = _eps(eps_low, eps_high)
-    high = eps_low if eps_high is None else eps_high
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
     rewards = np.array([addition_reward(PROMPT, a) for a in answers])
-    advantages = group_advantages(rewards, scale=bool(scale), ddof=_ddof(ddof))
+    advantages = group_advantages(rewards, scale=bool(scale), ddof=ddof)
     params = {ctx: torch.tensor(z, dtype=torch.float64, requires_grad=True) for ctx, z in two_step_logits().items()}
     with torch.no_grad():
         old_logp, mask = _two_step_logp(params, answers)
@@ -363,7 +342,7 @@ def two_step_inner_steps(answers, K: int = 3, lr: float = 2.0, eps_low: float = 
                 z -= lr * z.grad
     ratios = np.array(ratios)
     a = advantages[None, :, None]
-    clipped = (((ratios < 1 - eps_low) & (a < 0)) | ((ratios > 1 + high) & (a > 0))) & (mask.numpy() > 0)
+    clipped = clip_binds_mask(ratios, a, eps_low, eps_high) & (mask.numpy() > 0)
     return {
         "tokens": [TWO_STEP_ANSWERS[x] for x in answers],
         "rewards": rewards,
@@ -378,6 +357,23 @@ def two_step_inner_steps(answers, K: int = 3, lr: float = 2.0, eps_low: float = 
 
 
 # ----------------------------------------------------------------------------- loss aggregation
+def _group_rewards(rewards, name):
+    r = reward_array(rewards, name)
+    if r.ndim != 1 or r.size < 2:
+        raise ValueError(f"{name} must be a 1-D group of G >= 2 rewards, got shape {r.shape}")
+    return r
+
+
+def _lengths_and_cap(args):
+    lengths, r = np.asarray(args["lengths"]), args["rewards"]
+    if lengths.shape != r.shape or not np.issubdtype(lengths.dtype, np.integer) or lengths.min() < 1:
+        raise ValueError(f"lengths must be integers >= 1, one per reward (shape {r.shape}), got {args['lengths']!r}")
+    args["lengths"] = lengths
+    if args["max_completion_length"] is not None:
+        integer_at_least(args["max_completion_length"], "max_completion_length", int(lengths.max()))
+
+
+@checked(_lengths_and_cap, rewards=_group_rewards, loss_type=one_of(LOSS_TYPES), ddof=_ddof)
 def aggregation_weights(rewards, lengths, loss_type: str, max_completion_length: int | None = None,
                         scale: bool = True, ddof: int = 0) -> dict:
     """The weight each ``loss_type`` of ``grpo_loss`` gives each answer's tokens, by autograd (chapter 13).
@@ -393,18 +389,8 @@ def aggregation_weights(rewards, lengths, loss_type: str, max_completion_length:
     Returns ``advantages`` (``group_advantages``), ``per_token`` (w_i) and ``per_answer``
     (|o_i| w_i, the total over the answer's tokens).
     """
-    r = logits_array(rewards, "rewards")
-    if r.ndim != 1 or r.size < 2:
-        raise ValueError(f"rewards must be a 1-D group of G >= 2 rewards, got shape {r.shape}")
-    lengths = np.asarray(lengths)
-    if lengths.shape != r.shape or not np.issubdtype(lengths.dtype, np.integer) or lengths.min() < 1:
-        raise ValueError(f"lengths must be integers >= 1, one per reward (shape {r.shape}), got {lengths!r}")
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
-    T = int(lengths.max())
-    if max_completion_length is not None:
-        max_completion_length = integer_at_least(max_completion_length, "max_completion_length", T)
-    advantages = group_advantages(r, scale=bool(scale), ddof=_ddof(ddof))
+    r, T = rewards, int(lengths.max())
+    advantages = group_advantages(r, scale=bool(scale), ddof=ddof)
     logp = torch.zeros((r.size, T), dtype=torch.float64, requires_grad=True)
     mask = (torch.arange(T)[None, :] < torch.as_tensor(lengths)[:, None]).to(torch.float64)
     loss, _ = grpo_loss(logp, logp.detach(), torch.tensor(advantages, dtype=torch.float64), mask,

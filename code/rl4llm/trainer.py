@@ -31,8 +31,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ._checks import integer_at_least, positive_real, real_in_range
-from .grpo import LOSS_TYPES, group_advantages, grpo_loss
+from ._checks import (at_least, check_fields, clip_range, eps_pair, in_range, integer_at_least, one_of,
+                      positive_real)
+from .grpo import IMPORTANCE_SAMPLING_LEVELS, group_advantages, grpo_loss
+from .loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
@@ -65,33 +67,49 @@ class GRPOConfig:
     device: str = "auto"            # "auto": CUDA when available, else CPU
     num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
 
+    importance_sampling_level: str = "token"   # "sequence": GSPO's one ratio per sequence, see grpo_loss
+
     def __post_init__(self):
-        integer_at_least(self.seed, "seed", 0)
-        integer_at_least(self.steps, "steps", 0)
-        integer_at_least(self.prompts_per_step, "prompts_per_step", 1)
-        if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or self.group_size < 2:
-            raise ValueError(f"group_size (G) must be an integer >= 2 (a group of one has no spread to learn "
-                             f"from), got {self.group_size!r}")
-        integer_at_least(self.inner_steps, "inner_steps", 1)
-        positive_real(self.lr, "lr")
-        integer_at_least(self.warmup_steps, "warmup_steps", 0)
-        real_in_range(self.weight_decay, "weight_decay", 0.0, math.inf, high_open=True)
-        positive_real(self.grad_clip, "grad_clip")
-        real_in_range(self.eps_low, "eps_low", 0.0, 1.0, low_open=True, high_open=True)
-        if self.eps_high is not None:
-            real_in_range(self.eps_high, "eps_high", 0.0, 1.0, low_open=True, high_open=True)
-        real_in_range(self.beta, "beta", 0.0, math.inf, high_open=True)
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
-        real_in_range(self.temperature, "temperature", 0.0, math.inf, low_open=True, high_open=True)
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
-                or self.max_new_tokens < MAX_COMPLETION_LEN:
-            raise ValueError(f"max_new_tokens must be an integer >= {MAX_COMPLETION_LEN} (the longest answer, "
-                             f"'198' and EOS), got {self.max_new_tokens!r}")
-        integer_at_least(self.eval_every, "eval_every", 1)
-        integer_at_least(self.num_threads, "num_threads", 1)
-        if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
-            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:i]', got {self.device!r}")
+        check_fields(self, CONFIG_RULES, clip_range())
+
+    def loss_options(self) -> dict:
+        """The keywords of :func:`rl4llm.grpo.grpo_loss` this run trains with (eps_high filled in)."""
+        eps_low, eps_high = eps_pair(self.eps_low, self.eps_high)
+        return {"eps_low": eps_low, "eps_high": eps_high, "beta": self.beta, "loss_type": self.loss_type,
+                "max_completion_length": self.max_new_tokens,
+                "importance_sampling_level": self.importance_sampling_level}
+
+
+def _group_size(G, name):
+    if isinstance(G, bool) or not isinstance(G, int) or G < 2:
+        raise ValueError(f"{name} (G) must be an integer >= 2 (a group of one has no spread to learn from), "
+                         f"got {G!r}")
+    return G
+
+
+def _max_new_tokens(n, name):
+    if isinstance(n, bool) or not isinstance(n, int) or n < MAX_COMPLETION_LEN:
+        raise ValueError(f"{name} must be an integer >= {MAX_COMPLETION_LEN} (the longest answer, "
+                         f"'198' and EOS), got {n!r}")
+    return n
+
+
+def _device(device, name):
+    if device not in ("auto", "cpu", "cuda") and not str(device).startswith("cuda:"):
+        raise ValueError(f"{name} must be 'auto', 'cpu' or 'cuda[:i]', got {device!r}")
+    return device
+
+
+#: Each knob of :class:`GRPOConfig` and its valid range, checked when a config is made.
+CONFIG_RULES = {
+    "seed": at_least(0), "steps": at_least(0), "prompts_per_step": at_least(1), "group_size": _group_size,
+    "inner_steps": at_least(1), "lr": positive_real, "warmup_steps": at_least(0),
+    "weight_decay": in_range(0.0, math.inf, high_open=True), "grad_clip": positive_real,
+    "beta": in_range(0.0, math.inf, high_open=True), "loss_type": one_of(LOSS_TYPES),
+    "temperature": in_range(0.0, math.inf, low_open=True, high_open=True), "max_new_tokens": _max_new_tokens,
+    "eval_every": at_least(1), "num_threads": at_least(1), "device": _device,
+    "importance_sampling_level": one_of(IMPORTANCE_SAMPLING_LEVELS),
+}
 
 
 def chapter14_config() -> GRPOConfig:
@@ -152,6 +170,12 @@ class Batch:
         return self.rollout.mask[self.keep]
 
 
+#: What :meth:`GRPOTrainer.update` reports, and every metric logged per outer step.
+UPDATE_METRICS = ("loss", "grad_norm", "clip_fraction", "ratio", "entropy", "kl")
+METRICS = ("step", "reward", "entropy", "kl", "clip_fraction", "ratio", "completion_length",
+           "zero_variance_share", "loss", "grad_norm", "tokens", "seconds")
+
+
 class GRPOTrainer:
     """GRPO from a warm-started policy (chapter 14). ``train()`` runs ``config.steps`` outer steps.
 
@@ -165,8 +189,7 @@ class GRPOTrainer:
     excluded), at step 0, every ``eval_every`` steps and at the end.
     """
 
-    METRICS = ("step", "reward", "entropy", "kl", "clip_fraction", "ratio", "completion_length",
-               "zero_variance_share", "loss", "grad_norm", "tokens", "seconds")
+    METRICS = METRICS
 
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None):
         self.config = cfg = config if config is not None else GRPOConfig()
@@ -181,6 +204,7 @@ class GRPOTrainer:
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                            foreach=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        self.loss_options = cfg.loss_options()
         self.prompt_generator = torch.Generator().manual_seed(cfg.seed)
         self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
         self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
@@ -234,38 +258,33 @@ class GRPOTrainer:
         return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp)
 
     def update(self, batch: Batch) -> dict:
-        """Step 5: K clipped inner steps on the same batch. Returns the diagnostics."""
-        cfg = self.config
-        tokens, old_logp, mask = batch.tokens, batch.old_logp, batch.mask
-        if not len(tokens):     # every group was flat and dropped: nothing to learn from
-            stats = ("loss", "grad_norm", "clip_fraction", "ratio", "entropy", "kl")
-            return {key: math.nan for key in stats} | {"clip_fraction_per_inner_step": []}
-        inner = []
-        for k in range(cfg.inner_steps):
-            logp, entropy = completion_logprobs(self.policy, tokens,
-                                                batch.rollout.prompt_len, cfg.temperature,
-                                                cfg.group_size)
-            loss, stats = grpo_loss(logp, old_logp, batch.advantages, mask,
-                                    eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                                    beta=cfg.beta, ref_logp=batch.ref_logp,
-                                    loss_type=cfg.loss_type,
-                                    max_completion_length=cfg.max_new_tokens)
-            self._check_finite(loss, "loss", k)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            params = self.policy.parameters()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            self._check_finite(grad_norm, "gradient norm", k)
-            self.optimizer.step()
-            if k == 0:
-                first = {"entropy": float((entropy * mask).sum() / mask.sum()),
-                         "kl": stats["mean_kl"] if batch.ref_logp is not None else math.nan}
-            inner.append((float(loss.detach()), float(grad_norm), stats["clip_fraction"],
-                          stats["mean_ratio"]))
+        """Step 5: K clipped inner steps on the same batch. Returns the diagnostics: the K steps' mean
+        loss, gradient norm, clip fraction and ratio; entropy and KL before the first step."""
+        if not len(batch.tokens):     # every group was flat and dropped: nothing to learn from
+            return dict.fromkeys(UPDATE_METRICS, math.nan) | {"clip_fraction_per_inner_step": []}
+        inner = [self.inner_step(batch, k) for k in range(self.config.inner_steps)]
         self.scheduler.step()
-        loss, grad_norm, clip, ratio = (float(np.mean(v)) for v in zip(*inner))
-        return {"loss": loss, "grad_norm": grad_norm, "clip_fraction": clip, "ratio": ratio,
-                **first, "clip_fraction_per_inner_step": [c for _, _, c, _ in inner]}
+        means = {key: float(np.mean([s[key] for s in inner])) for key in ("loss", "grad_norm", "clip_fraction", "ratio")}
+        return means | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
+                        "clip_fraction_per_inner_step": [s["clip_fraction"] for s in inner]}
+
+    def inner_step(self, batch: Batch, k: int) -> dict:
+        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config), gradient clipped."""
+        cfg, mask = self.config, batch.mask
+        logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
+                                            cfg.temperature, cfg.group_size)          # (N, T) each
+        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, batch.advantages, mask,
+                                          ref_logp=batch.ref_logp, **self.loss_options)
+        self._check_finite(loss, "loss", k)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+        self._check_finite(grad_norm, "gradient norm", k)
+        self.optimizer.step()
+        return {"loss": float(loss.detach()), "grad_norm": float(grad_norm),
+                "clip_fraction": stats["clip_fraction"], "ratio": stats["mean_ratio"],
+                "entropy": float((entropy * mask).sum() / mask.sum()),
+                "kl": stats["mean_kl"] if batch.ref_logp is not None else math.nan}
 
     def step(self) -> dict:
         """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
@@ -275,11 +294,11 @@ class GRPOTrainer:
         self.step_count += 1
         elapsed = time.perf_counter() - start
         self.train_seconds += elapsed
-        row = {"step": self.step_count, "reward": float(batch.rewards.mean()), "entropy": stats["entropy"],
-               "kl": stats["kl"], "clip_fraction": stats["clip_fraction"], "ratio": stats["ratio"],
-               "completion_length": float(batch.rollout.mask.sum(dim=1).mean()),
-               "zero_variance_share": float(1.0 - batch.informative.float().mean()), "loss": stats["loss"],
-               "grad_norm": stats["grad_norm"], "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed}
+        measured = {"step": self.step_count, "reward": float(batch.rewards.mean()),
+                    "completion_length": float(batch.rollout.mask.sum(dim=1).mean()),
+                    "zero_variance_share": float(1.0 - batch.informative.float().mean()),
+                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed}
+        row = {key: measured[key] if key in measured else stats[key] for key in METRICS}
         for key, value in row.items():
             self.metrics[key].append(value)
         self.clip_fraction_per_inner_step.append(stats["clip_fraction_per_inner_step"])
