@@ -137,7 +137,8 @@ def test_a_line_chart_stores_every_series_at_every_x_and_setting_with_its_notes(
     for row in rows:
         assert row["s0"] == pytest.approx(row["a"] * row["x"], abs=1e-6)
         assert row["s1"] == pytest.approx(row["a"] * row["x"] ** 2, abs=1e-6)
-        assert row["n0"] == pytest.approx(4 * row["a"], abs=1e-6)
+    noted = [row for row in rows if not np.isnan(row["n0"])]            # once per setting, at its first x
+    assert [(r["a"], r["x"], r["n0"]) for r in noted] == [(a, 0.0, 4 * a) for a in SCALE.values]
     text = json.dumps(spec)
     assert "'a = ' + format(a, '.2f')" in spec["title"]["text"]["expr"] and '\\"peak = \\"' in text
     assert [p["name"] for p in chart_sliders(spec)] == ["a"]
@@ -167,3 +168,23 @@ def test_line_chart_notes_name_the_same_numbers_at_every_setting():
     with pytest.raises(ValueError, match="same numbers"):
         charts.line_chart(_curves, [SCALE], x=X, series=["a x", "a x^2"], xlabel="x", ylabel="y", headline="h",
                           notes=lambda a: {"peak": a} if a == 1.0 else {"top": a})
+
+
+def test_a_line_chart_with_moving_points_stores_each_settings_own_x_its_error_bars_and_gaps():
+    def law(n):
+        x = np.arange(n + 1) / n
+        return x, [x ** 2, np.where(x > 0.5, np.nan, x), 0.1 * x]     # a gap in the second series
+
+    spec = charts.line_chart(law, [Slider("n", "n", 1, 4, 1, 2, fmt="d")], x=None, series=["share", "law"],
+                             errors={"share": "± 2 SE"}, styles=["points", "dotted"], xlabel="x", ylabel="y",
+                             headline="h", decimals=3).to_dict()
+    rows = chart_rows(spec)
+    assert [r["x"] for r in rows if r["n"] == 4] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert len(rows) == 2 + 3 + 4 + 5
+    assert all(r["e0"] == pytest.approx(round(0.1 * r["x"], 3)) for r in rows)      # decimals=3 kept
+    assert [np.isnan(r["s1"]) for r in rows if r["n"] == 4] == [False] * 3 + [True] * 2
+    text = json.dumps(spec, ensure_ascii=False)
+    assert "datum.s0 - datum.e0" in text and "bars: ± 2 SE" in text
+    with pytest.raises(ValueError, match="errors must name series"):
+        charts.line_chart(law, [SCALE], x=None, series=["share", "law"], errors={"other": "x"}, xlabel="x",
+                          ylabel="y", headline="h")

@@ -123,6 +123,8 @@ def grid(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider], col
 
 def _number(v) -> str:
     """A number as short as it reads: 0.25, 1, 0 (at most ``DECIMALS`` decimals)."""
+    if v is None:                                        # no value (a note stored once per setting)
+        return ""
     return f"{v:.{DECIMALS}f}".rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
 
 
@@ -134,10 +136,10 @@ def to_csv(rows: Sequence[Mapping]) -> str:
 
 
 def from_csv(text: str) -> list[dict]:
-    """The rows ``to_csv`` wrote, numbers as floats."""
+    """The rows ``to_csv`` wrote, numbers as floats (NaN where there is none)."""
     header, *lines = text.split("\n")
     names = header.split(",")
-    return [dict(zip(names, map(float, line.split(",")))) for line in lines]
+    return [dict(zip(names, (float(v) if v else float("nan") for v in line.split(",")))) for line in lines]
 
 
 def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider], *, categories: Sequence[str],
@@ -205,61 +207,78 @@ LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": No
 
 
 def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
-               x: Sequence[float], series: Sequence[str], xlabel: str, ylabel: str, headline: str,
+               x: Sequence[float] | None, series: Sequence[str], xlabel: str, ylabel: str, headline: str,
                marker: Slider | None = None, notes: Callable[..., Mapping[str, float]] | None = None,
+               notes_per_line: int = 2, errors: Mapping[str, str] | None = None,
                colors: Sequence[str] | None = None, styles: Sequence[str] | None = None,
                log_x: bool = False, log_y: bool = False, ydomain: Sequence[float] | None = None,
-               fmt: str = ".4f"):
+               xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS):
     """A line chart of ``compute(**params)`` (one row of values over ``x`` per name of ``series``) bound
-    to ``sliders``, the grid of ``compute``'s parameters.
+    to ``sliders``, the grid of ``compute``'s parameters. A NaN leaves a point out (a series defined on
+    part of ``x`` only).
 
-    ``marker``: one more slider, whose positions are points of ``x`` and which ``compute`` does not take
-    (the curves do not depend on where the reader looks): a dashed rule at its value, a point on each
-    series there, and the series' values at it printed over the plot. ``notes(**params)``: numbers
-    printed over the plot at each setting (e.g. a curve's peak), name to value. ``styles``: per series
-    a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours).
+    ``x=None``: the points move with the setting; ``compute`` returns ``(x, rows)``. ``errors``: a
+    series' name to what its error bars are (e.g. "± 2 standard errors"); ``compute`` returns one more
+    row per entry, after the series' rows, the bars' half-widths. ``marker``: one more slider, whose
+    positions are points of ``x`` and which ``compute`` does not take (the curves do not depend on where
+    the reader looks): a dashed rule at its value, a point on each series there, and the series' values
+    at it printed over the plot. ``notes(**params)``: numbers printed over the plot at each setting
+    (name to value; whole numbers print as such), ``notes_per_line`` to a line. ``styles``: per series
+    a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours). ``decimals``:
+    kept in the stored data (fewer for a large grid of noisy numbers).
     """
     import altair as alt
 
     from .style import LINE_COLORS
 
-    x = np.asarray(x, dtype=float)
-    series = [str(s) for s in series]
+    series, errors = [str(s) for s in series], dict(errors or {})
     styles = list(styles or ["solid"] * len(series))
     colors = list(colors or LINE_COLORS[:len(series)])
-    if x.ndim != 1 or len(x) < 2 or np.any(np.diff(x) <= 0):
-        raise ValueError(f"x must increase, with at least 2 points, got {x}")
     if len(styles) != len(series) or len(colors) != len(series) or not set(styles) <= set(LINE_STYLES):
         raise ValueError(f"need one colour and one style (of {list(LINE_STYLES)}) per series, got "
                          f"{len(colors)} colours and the styles {styles} for {len(series)} series")
-    if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
-        raise ValueError(f"every position of the marker must be a point of x, got {marker}")
-    keys = [f"s{i}" for i in range(len(series))]
+    if not set(errors) <= set(series):
+        raise ValueError(f"errors must name series, got {list(errors)} for {series}")
+    if marker is not None and x is None:
+        raise ValueError("a marker needs a fixed x")
+    keys = [f"s{i}" for i in range(len(series))] + [f"e{series.index(s)}" for s in errors]
     names = list(notes(**{s.name: s.cast(s.default) for s in sliders})) if notes else []
 
     def at(**params):
         """The rows of one setting: one per point of x, the series' values and the setting's notes."""
-        values = np.asarray(compute(**params), dtype=float)
-        if values.shape != (len(series), len(x)):
-            raise ValueError(f"compute must return {len(series)} rows of {len(x)} values (a row per series), "
-                             f"got shape {values.shape}")
+        out = compute(**params)
+        xs, values = (np.asarray(x, dtype=float), out) if x is not None else out
+        xs, values = np.asarray(xs, dtype=float), np.asarray(values, dtype=float)
+        if xs.ndim != 1 or len(xs) < 2 or np.any(np.diff(xs) <= 0):
+            raise ValueError(f"x must increase, with at least 2 points, got {xs}")
+        if values.shape != (len(keys), len(xs)):
+            raise ValueError(f"compute must return {len(keys)} rows of {len(xs)} values (a row per series and "
+                             f"per error bar), got shape {values.shape}")
         extra = dict(notes(**params)) if notes else {}
         if list(extra) != names:
             raise ValueError(f"notes must name the same numbers at every setting, got {list(extra)} and {names}")
-        return [{**params, "x": xj, **dict(zip(keys, column)), **{f"n{i}": extra[n] for i, n in enumerate(names)}}
-                for xj, column in zip(x, values.T)]
+        # the notes once per setting, on its first point
+        return [{**params, "x": xj, **dict(zip(keys, column)),
+                 **{f"n{i}": extra[n] if j == 0 else None for i, n in enumerate(names)}}
+                for j, (xj, column) in enumerate(zip(xs, values.T))]
 
-    rows = [{k: round(float(v), DECIMALS) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
+    rows = [{k: round(float(v), decimals) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
             for point in itertools.product(*(s.values for s in sliders))
             for row in at(**{s.name: s.cast(v) for s, v in zip(sliders, point)})]
+    if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
+        raise ValueError(f"every position of the marker must be a point of x, got {marker}")
+    whole = [all(float(r[f"n{i}"]).is_integer() for r in rows if r[f"n{i}"] is not None) for i in range(len(names))]
     every = list(sliders) + ([marker] if marker else [])
     at_setting = " && ".join(s.filter_expr() for s in sliders) or "true"
     data = alt.Data(values=to_csv(rows), format=alt.DataFormat(type="csv", parse={c: "number" for c in rows[0]}))
     base = alt.Chart().transform_filter(at_setting)
     label = "{" + ", ".join(f"{k}: {json.dumps(s)}" for k, s in zip(keys, series)) + "}[datum.key]"
-    folded = base.transform_fold(keys, as_=["key", "value"]).transform_calculate(series=label)
-    xs = alt.X("x:Q", title=xlabel, scale=alt.Scale(type="log" if log_x else "linear",
-                                                    domain=[float(x[0]), float(x[-1])], nice=False))
+    folded = (base.transform_fold(keys[:len(series)], as_=["key", "value"]).transform_calculate(series=label)
+              .transform_filter("isValid(datum.value) && isFinite(datum.value)"))
+    first, last = (float(x[0]), float(x[-1])) if x is not None else (min(r["x"] for r in rows), max(r["x"] for r in rows))
+    xs = alt.X("x:Q", title=xlabel, axis=alt.Axis(tickCount=6), scale=alt.Scale(
+        type="log" if log_x else "linear", nice=False, **({"domain": list(xdomain or [first, last])} if x is not None
+                                                          or xdomain else {})))
     ys = alt.Y("value:Q", title=ylabel, scale=alt.Scale(type="log" if log_y else "linear", clamp=True,
                                                         **({"domain": list(ydomain)} if ydomain else {})))
     colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colors),
@@ -275,6 +294,11 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     if dotted:
         layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=dotted))
                       .mark_point(filled=True, size=30, aria=False).encode(x=xs, y=ys, color=colour))
+    for name, what in errors.items():
+        i = series.index(name)
+        layers.append(base.transform_filter(f"isValid(datum.s{i}) && isFinite(datum.s{i})").transform_calculate(
+            low=f"datum.s{i} - datum.e{i}", high=f"datum.s{i} + datum.e{i}").mark_rule(
+            color=colors[i], strokeWidth=1.5, aria=False).encode(x=xs, y=alt.Y("low:Q", title=ylabel), y2="high:Q"))
     lines = []                                      # text over the plot, each a Vega expression
     if marker is not None:
         near = f"abs(datum.x - {marker.name}) < {float(np.min(np.diff(x))) / 2!r}"
@@ -282,23 +306,27 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                       .encode(x=alt.X("m:Q", scale=alt.Scale(type="log" if log_x else "linear")))
                       .transform_calculate(m=marker.name))
         layers.append(folded.transform_filter(near).mark_point(filled=True, size=60, stroke="black", strokeWidth=0.8)
-                      .encode(x=xs, y=ys, color=colour, description=alt.Description("label:N"))
+                      .encode(x=xs, y=ys, description=alt.Description("label:N"), color=alt.Color(
+                          "series:N", scale=alt.Scale(domain=series, range=colors), legend=None))
                       .transform_calculate(label=f"datum.series + ' at {marker.label} = ' + "
                                                  f"format({marker.name}, '{marker.fmt}') + ': ' + "
                                                  f"format(datum.value, '{fmt}')"))
         lines.append((near, " + ', ' + ".join(f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')"
                                               for k, s in zip(keys, series))))
-    if names:
-        lines.append((f"datum.x === {float(x[0])!r}", " + ', ' + ".join(
-            f"{json.dumps(n + ' = ')} + format(datum.n{i}, '{fmt}')" for i, n in enumerate(names))))
+    first_row = f"isValid(datum.n0)" if names else "true"
+    for start in range(0, len(names), notes_per_line):
+        lines.append((first_row, " + ', ' + ".join(
+            f"{json.dumps(names[i] + ' = ')} + format(datum.n{i}, '{'d' if whole[i] else fmt}')"
+            for i in range(start, min(start + notes_per_line, len(names))))))
     for row, (where, text) in enumerate(lines):
         layers.append(base.transform_filter(where).transform_calculate(line=text).mark_text(
             align="left", x=0, y=-8 - 16 * (len(lines) - 1 - row), fontSize=12, fontWeight="bold", aria=False)
             .encode(text=alt.Text("line:N")))
     settings = " + ', ' + ".join(s.title_expr() for s in every)
+    extra = [f"bars: {what}" for what in errors.values()]
     return alt.layer(*layers, data=data).add_params(*(s.param() for s in every)).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams(text=alt.ExprRef(settings), subtitle=[headline], anchor="start", fontSize=14,
+        title=alt.TitleParams(text=alt.ExprRef(settings), subtitle=[headline] + extra, anchor="start", fontSize=14,
                               subtitleFontSize=12, offset=6 + 16 * len(lines)),
         description=f"{headline}. Line chart of {ylabel} against {xlabel} ({', '.join(series)}), with a slider for "
                     + ", ".join(s.label for s in every) + ".",
