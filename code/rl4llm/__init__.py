@@ -55,8 +55,8 @@ _LAZY = {
     "trl_bridge": ("compare_losses", "knob_table", "trl_config_kwargs"),
     # Part V: every estimator against the exact gradient, and where the KL goes (chapter 16)
     "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
-    "kl_estimators": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
-                      "leash_run"),
+    "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
+                   "leash_run"),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -18,7 +18,7 @@ answers with all their messages, which the static book's answer boxes read at bu
 """
 from __future__ import annotations
 
-from . import part1, part2, part3, part4
+from . import part1, part2, part3, part4, part5
 from ._core import CORRECT, NOT_YET, FunctionExercise, NumericExercise, parse_number
 
 
@@ -43,7 +43,7 @@ def _merge(*parts) -> dict[str, FunctionExercise | NumericExercise]:
     return merged
 
 
-SPECS = _merge(part1, part2, part3, part4)
+SPECS = _merge(part1, part2, part3, part4, part5)
 
 #: Every exercise id with its chapter.
 EXERCISES: dict[str, int] = {name: spec.chapter for name, spec in SPECS.items()}

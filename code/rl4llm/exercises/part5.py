@@ -1,0 +1,193 @@
+"""Checked exercises of Part V (after GRPO).
+
+- Chapter 16: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
+  hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
+- Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand).
+
+Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
+CPU. The references that need torch are imported on first use.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..memory import kv_bytes_per_token, memory_budget
+from ..step_time import generation_seconds
+from ._core import FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+
+kl_estimators = imported_on_call("kl_leashes", "kl_estimators")          # rl4llm.kl_leashes imports torch
+
+
+# ============================================================================ chapter 16
+#: The by-hand token: pi_theta(5) after RL against the reference pi_ref(5), the toy before RL.
+TOKEN_PI, TOKEN_REF = 0.8, 0.2
+_X = math.log(TOKEN_PI / TOKEN_REF)                # k1 = ln(pi / pi_ref) of the sampled 5
+
+
+# ---------------------------------------------------------------- ex-ch16-k2 (by hand)
+def _k2_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_X ** 2, "the factor 1/2 is missing: k2 = (ln(pi / pi_ref))^2 / 2"),
+        (_X, "that is k1 = ln(pi / pi_ref) itself; k2 squares it and halves it"),
+        (math.exp(-_X) + _X - 1, "that is k3 = pi_ref / pi - ln(pi_ref / pi) - 1; k2 = (ln(pi / pi_ref))^2 / 2"),
+        (math.log10(TOKEN_PI / TOKEN_REF) ** 2 / 2, "that uses log10; the book's logs are natural (ln)"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch16-k3-weight (by hand)
+def _weight_mistakes() -> tuple[tuple[float, str], ...]:
+    ratio = TOKEN_REF / TOKEN_PI
+    k3 = ratio - math.log(ratio) - 1
+    return (
+        (1 - ratio, "that is the weight of plain k3 in the loss, 1 - pi_ref / pi (the forward KL's); the ratio "
+                    "rho = exp(ln pi - sg(ln pi)) adds k3 itself, so the weight is k3 + 1 - pi_ref / pi"),
+        (k3, "that is the term the ratio adds (k3 grad ln pi) alone; the gradient of k3 itself, "
+             "(1 - pi_ref / pi) grad ln pi, is still there"),
+        (k3 + 1, "the gradient of k3 is (1 - pi_ref / pi) grad ln pi, not grad ln pi: pi_ref / pi depends on pi"),
+        (-_X, "the sign is flipped: the weight is ln(pi / pi_ref), positive where pi gives the token more than "
+              "pi_ref does, so descent lowers ln pi there"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch16-dapo-weight (by hand)
+#: The by-hand group of the two-step toy: "05" (right, 3 tokens) and "4" (wrong, 2 tokens), group-mean
+#: advantages +1/2 and -1/2, length cap L_max = 3; the weight is L_max times -d loss / d ln pi(token).
+DAPO_LENGTHS, DAPO_ADVANTAGES, DAPO_CAP = (3, 2), (0.5, -0.5), 3
+
+
+def _dapo_weight(loss_type: str) -> float:
+    """L_max times the weight that ``loss_type`` gives each token of "05" in the by-hand group."""
+    from ..estimator_bias import token_weights
+    return float(token_weights(np.array(DAPO_ADVANTAGES), np.array(DAPO_LENGTHS), loss_type, DAPO_CAP)[0])
+
+
+def _dapo_mistakes() -> tuple[tuple[float, str], ...]:
+    A, n = DAPO_ADVANTAGES[0], sum(DAPO_LENGTHS)
+    return (
+        (_dapo_weight("dr_grpo"), "that is the weight of dr_grpo, and of grpo on this answer (A / G, since "
+                                   "L_max = |o| here); dapo divides by the batch's token count sum_j |o_j| = 5"),
+        (A, "that is the advantage alone; dapo multiplies it by L_max / sum_j |o_j| = 3 / 5"),
+        (A / n, "the factor L_max is missing: the weight asked for is L_max times A / sum_j |o_j|"),
+        (A * DAPO_CAP / DAPO_LENGTHS[1], "that divides by the OTHER answer's length; dapo divides by the sum of "
+                                          "every answer's length, 3 + 2"),
+    )
+
+
+# ---------------------------------------------------------------- kl_estimators (coding)
+def _kl_case(rng):
+    """The by-hand token, then random log-probabilities of a (B, T) batch under two policies."""
+    if rng is None:
+        return np.log([TOKEN_PI, 0.05]), np.log([TOKEN_REF, 0.2])
+    shape = (int(rng.integers(1, 4)), int(rng.integers(2, 6)))
+    logp = np.log(rng.uniform(0.02, 1.0, size=shape))
+    return logp, np.log(rng.uniform(0.02, 1.0, size=shape))
+
+
+def _kl_variant(logp, logp_ref, *, flip_k3=False, no_half=False, k1_flipped=False, log_sign=False):
+    x = np.asarray(logp, dtype=float) - np.asarray(logp_ref, dtype=float)
+    u = x if flip_k3 else -x                                       # the exponent of k3
+    k3 = np.exp(u) + (u if log_sign else -u) - 1
+    return (-x if k1_flipped else x), x ** 2 / (1 if no_half else 2), k3
+
+
+_KL_ESTIMATORS = FunctionExercise(16, kl_estimators, toy_and_random(_kl_case), (
+    ("k3's ratio is upside down: k3 = pi_ref / pi - ln(pi_ref / pi) - 1, with pi_ref / pi = exp(logp_ref - logp)",
+     lambda a, b: _kl_variant(a, b, flip_k3=True)),
+    ("k2 is HALF the squared log-ratio: (logp - logp_ref)^2 / 2", lambda a, b: _kl_variant(a, b, no_half=True)),
+    ("k1's sign is flipped: k1 = logp - logp_ref = ln(pi / pi_ref), whose mean over samples of pi is "
+     "KL(pi || pi_ref)", lambda a, b: _kl_variant(a, b, k1_flipped=True)),
+    ("k3's log term has the wrong sign: k3 = ratio - ln(ratio) - 1 (never negative), ratio = pi_ref / pi",
+     lambda a, b: _kl_variant(a, b, log_sign=True)),
+), output="whole")
+
+
+# ============================================================================ chapter 17
+# Four by-hand numbers of a real run, each computed by the library function the chapter shows.
+def _state_gb(n_params: float, **options) -> float:
+    """GB of every part of memory_budget (only the model state, when no batch is given)."""
+    return sum(memory_budget(n_params, **options).values()) / 1e9
+
+
+def _kv_gb(n_kv_heads: int = 2, precision: str = "bf16", pairs: int = 2) -> float:
+    """GB of Qwen2.5-1.5B's KV cache (28 layers, head_dim 128) for 64 sequences of 4096 tokens;
+    ``pairs=1`` counts the keys only."""
+    return kv_bytes_per_token(28, n_kv_heads, 128, precision) * pairs / 2 * 64 * 4096 / 1e9
+
+
+def _decode_ms(sequences: int = 8, weight_bytes: float = 2, flops: float = 989e12) -> float:
+    """Milliseconds of one decoding step of 7B parameters at 3.35 TB/s."""
+    return 1e3 * generation_seconds(7e9, sequences, 0, 1, flops_per_second=flops, bandwidth=3.35e12,
+                                    weight_bytes=weight_bytes)
+
+
+def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_state_gb(3e9, reference=False), "the reference model is missing: 2 bytes a parameter more in bf16"),
+        (_state_gb(3e9, master_weights=False), "the fp32 master copy is missing: mixed precision keeps one "
+                                               "(4 bytes a parameter) for AdamW to update"),
+        (_state_gb(3e9, optimizer="sgd"), "AdamW's two fp32 moments are missing (8 bytes a parameter)"),
+        (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
+                                                   "the moments and the reference come on top"),
+    )
+
+
+def _zero2_mistakes() -> tuple[tuple[float, str], ...]:
+    def at(sharding):
+        return _state_gb(7e9, reference=False, n_gpus=8, sharding=sharding)
+    return (
+        (at("zero3"), "that is ZeRO stage 3, which shards the weights too; stage 2 keeps the bf16 weights whole "
+                      "on every GPU"),
+        (at("zero1"), "that is ZeRO stage 1; stage 2 shards the gradients as well"),
+        (at("none"), "that is the whole state, unsharded; stage 2 divides the gradients and the optimizer state "
+                     "by the 8 GPUs"),
+        (2 * 7 + 12 * 7 / 8, "the gradients are missing: stage 2 shards them, it does not drop them: "
+                             "2 Psi + (2 + 12) Psi / 8"),
+    )
+
+
+def _kv_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_kv_gb(pairs=1), "the factor 2 is missing: each layer caches a key AND a value per key-value head"),
+        (_kv_gb(n_kv_heads=12), "that counts the 12 query heads; the cache holds the 2 key-value heads only "
+                                "(grouped-query attention)"),
+        (_kv_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
+        (_kv_gb(precision="fp32"), "bf16 takes 2 bytes a number, not 4"),
+    )
+
+
+def _decode_mistakes() -> tuple[tuple[float, str], ...]:
+    flops_ms = 1e3 * 2 * 7e9 * 8 / 989e12
+    return (
+        (flops_ms, "that is the FLOPs' time; reading the 14 GB of weights takes longer, so memory bandwidth sets "
+                   "the step"),
+        (8 * _decode_ms(), "the weights are read once per step for the whole batch, not once per sequence"),
+        (_decode_ms(weight_bytes=1), "a bf16 weight is 2 bytes, not 1"),
+        (_decode_ms() + flops_ms, "the reads and the FLOPs overlap: the step takes the larger of the two, not "
+                                  "their sum"),
+    )
+
+
+SPECS: dict[str, FunctionExercise | NumericExercise] = {
+    "ex-ch16-k2": NumericExercise(
+        16, f"k2 of the sampled 5 (pi = {TOKEN_PI}, pi_ref = {TOKEN_REF})", _X ** 2 / 2, 0.002, _k2_mistakes()),
+    "ex-ch16-k3-weight": NumericExercise(
+        16, "the weight on grad ln pi(5) in the gradient of TRL's ratio-corrected k3", _X, 0.002,
+        _weight_mistakes()),
+    "ex-ch16-dapo-weight": NumericExercise(
+        16, 'dapo\'s weight (times L_max) on each token of "05"', lambda: _dapo_weight("dapo"), 0.002,
+        _dapo_mistakes),
+    "kl_estimators": _KL_ESTIMATORS,
+    "ex-ch17-bytes": NumericExercise(
+        17, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",
+        lambda: _state_gb(3e9), 0.5, _bytes_mistakes),
+    "ex-ch17-zero2": NumericExercise(
+        17, "the GB per GPU of a 7B model's state under ZeRO-2 on 8 GPUs, no reference",
+        lambda: _state_gb(7e9, reference=False, n_gpus=8, sharding="zero2"), 0.05, _zero2_mistakes),
+    "ex-ch17-kv": NumericExercise(
+        17, "the GB of Qwen2.5-1.5B's bf16 KV cache for 64 sequences of 4096 tokens", _kv_gb, 0.01, _kv_mistakes),
+    "ex-ch17-decode": NumericExercise(
+        17, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
+        _decode_mistakes),
+}

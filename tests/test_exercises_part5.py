@@ -1,0 +1,67 @@
+"""The checks of Part V: each passes the library's function or number, and gives each typical wrong
+answer, written here the way a student would write it, the right diagnosis."""
+import math
+
+import numpy as np
+import pytest
+
+from rl4llm import kl_estimators
+from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
+from rl4llm.exercises._core import MALFORMED
+from rl4llm.exercises import part5
+from rl4llm.estimator_bias import estimate_of_group, two_step_task
+from rl4llm.kl_leashes import leash_gradient
+
+CHAPTER_16 = {"ex-ch16-k2": 16, "ex-ch16-k3-weight": 16, "ex-ch16-dapo-weight": 16, "kl_estimators": 16}
+
+
+def test_chapter_16_ids_and_chapters():
+    assert CHAPTER_16.keys() <= part5.SPECS.keys()
+    assert {k: EXERCISES[k] for k in CHAPTER_16} == CHAPTER_16
+
+
+def test_the_library_function_passes():
+    assert check("kl_estimators", kl_estimators).startswith("Correct:")
+
+
+def test_every_listed_mistake_gets_its_own_message():
+    spec = SPECS["kl_estimators"]
+    for explanation, mistake in spec.mistakes:
+        assert check("kl_estimators", mistake) == f"Not yet: {explanation}.", explanation
+
+
+def _student_k3_upside_down(logp, logp_ref):
+    r = np.exp(np.asarray(logp) - logp_ref)
+    return np.asarray(logp) - logp_ref, (np.asarray(logp) - logp_ref) ** 2 / 2, r - np.log(r) - 1
+
+
+def test_a_student_slip_is_named_and_a_crash_reported():
+    assert "upside down" in check("kl_estimators", _student_k3_upside_down)
+    assert check("kl_estimators", lambda a, b: 1 / 0).startswith("Not yet: your function raised ZeroDivisionError")
+    assert check("kl_estimators", 3.0).startswith("Not yet: the answer should be a function")
+
+
+@pytest.mark.parametrize("exercise", ["ex-ch16-k2", "ex-ch16-k3-weight", "ex-ch16-dapo-weight"])
+def test_by_hand_values_and_every_mistake(exercise):
+    spec = SPECS[exercise]
+    assert check(exercise, spec.value).startswith("Correct:")
+    for wrong, explanation in spec.mistakes:
+        assert check(exercise, wrong) == f"Not yet: {explanation}.", explanation
+    assert check(exercise, "abc") == MALFORMED
+    assert exercise in answer_key()
+
+
+def test_by_hand_values_from_the_library():
+    k1, k2, _ = kl_estimators(math.log(0.8), math.log(0.2))
+    assert np.isclose(SPECS["ex-ch16-k2"].value, k2)
+    # the ratio-corrected k3's gradient on one sampled 5 is its weight times grad ln pi(5) = onehot - pi
+    z = np.log([0.05, 0.05, 0.8, 0.05, 0.05])
+    z_ref = np.log([0.2, 0.2, 0.2, 0.2, 0.2])
+    pi = np.exp(z)
+    grad = leash_gradient(z, z_ref, "k3_corrected", samples=[2])
+    assert np.allclose(grad, SPECS["ex-ch16-k3-weight"].value * (np.eye(5)[2] - pi)) and np.isclose(k1, math.log(4))
+    task = two_step_task()
+    group = [task.answers.index("05"), task.answers.index("4")]
+    dapo = estimate_of_group(task, group, "group_mean", "dapo", 3)
+    assert np.allclose(dapo, 0.3 * task.scores[group[0]] - 0.3 * task.scores[group[1]])
+    assert np.isclose(SPECS["ex-ch16-dapo-weight"].value, 0.3)
