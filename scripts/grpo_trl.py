@@ -43,6 +43,8 @@ from pathlib import Path
 
 import torch
 
+from rl4llm.loss_types import LOSS_TYPES
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -52,7 +54,7 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warmup-steps", type=int, default=20)
     p.add_argument("--anneal-lr", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--loss-type", default="grpo", choices=["grpo", "bnpo", "dapo", "dr_grpo"])
+    p.add_argument("--loss-type", default="grpo", choices=list(LOSS_TYPES))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=25, help="held-out accuracy every n steps (main process)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per process")
@@ -100,7 +102,6 @@ def check_normalisation(warm_model, state, path: Path) -> None:
     the real all-reduce. The main process saves the gradients in the book's parameter layout.
     """
     from rl4llm.data_parallel import shard_slices
-    from rl4llm.grpo import LOSS_TYPES
     from rl4llm.trainer import GRPOConfig
     from rl4llm.trl_bridge import _quiet, book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 

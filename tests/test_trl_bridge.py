@@ -149,10 +149,15 @@ def test_loss_batch_is_off_policy_and_well_formed():
     assert torch.equal(again.old_logp, batch.old_logp) and torch.equal(again.tokens, batch.tokens)
 
 
-@pytest.mark.parametrize("scale_rewards", [True, False])
-def test_same_loss_and_gradient_as_trl(scale_rewards):
-    """TRL 1.16's _compute_loss on the same batch: equal values and gradients for every loss type."""
-    rows = compare_losses(model(), dataclasses.replace(SMALL, scale_rewards=scale_rewards), LOSS_TYPES, seed=1)
+@pytest.mark.parametrize("scale_rewards, importance_sampling_level, eps_high",
+                         [(True, "token", None), (False, "token", None), (True, "sequence", None),
+                          (True, "sequence", 0.28), (True, "token", 0.28)])
+def test_same_loss_and_gradient_as_trl(scale_rewards, importance_sampling_level, eps_high):
+    """TRL 1.16's _compute_loss on the same batch: equal values and gradients for every loss type, with
+    token- and sequence-level (GSPO) ratios and a wider upper clip (epsilon_high)."""
+    config = dataclasses.replace(SMALL, scale_rewards=scale_rewards, eps_high=eps_high,
+                                 importance_sampling_level=importance_sampling_level)
+    rows = compare_losses(model(), config, LOSS_TYPES, seed=1)
     assert [r["loss_type"] for r in rows] == list(LOSS_TYPES)
     for r in rows:
         assert abs(r["difference"]) < 1e-6 and r["max_grad_difference"] < 1e-6, r

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import index_in_range, integer_at_least, logits_array, positive_real
+from ._checks import at_least, checked, index_in_range, integer_at_least, logits_vector, positive_real, reward_array
 from .distributions import softmax
 from .estimators import gradient_samples, sample_groups
 from .gradients import expected_reward, policy_gradient, sft_step
@@ -40,26 +40,21 @@ from .toy import CORRECT, LOGITS, REWARDS
 from .toy_grpo import grpo_toy_run, run_over_seeds
 
 
-def _logits(logits) -> np.ndarray:
-    z = logits_array(logits, "logits")
-    if z.ndim != 1:
-        raise ValueError(f"logits must be a 1-D vector of logits, got shape {z.shape}")
-    return z.copy()
-
-
-def _start(logits, rewards, steps) -> tuple[np.ndarray, np.ndarray, int]:
-    z = _logits(logits)
-    r = logits_array(rewards, "rewards")
+def _one_reward_per_answer(args):
+    z, r = args["logits"], args["rewards"]
     if r.shape != z.shape:
-        raise ValueError(f"rewards must have one entry per answer (shape {z.shape}), "
-                         f"got shape {r.shape}")
-    return z, r, integer_at_least(steps, "steps", 1)
+        raise ValueError(f"rewards must have one entry per answer (shape {z.shape}), got shape {r.shape}")
+
+
+def _target_in_range(args):
+    args["target"] = index_in_range(args["target"], "target", args["logits"].size)
 
 
 def _best(r: np.ndarray) -> int:
     return int(np.argmax(r))
 
 
+@checked(_target_in_range, steps=at_least(1), lr=positive_real, logits=logits_vector)
 def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
             target: int = CORRECT) -> np.ndarray:
     """SFT on the label: ``steps`` descents on -ln pi(target),
@@ -68,10 +63,7 @@ def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
     Samples nothing and needs no reward: the label says which answer to imitate.
     Deterministic.
     """
-    z = _logits(logits)
-    steps = integer_at_least(steps, "steps", 1)
-    target = index_in_range(target, "target", z.size)
-    lr = positive_real(lr, "lr")
+    z = logits.copy()
     curve = [softmax(z)[target]]
     for _ in range(steps):
         z = sft_step(z, target, lr)
@@ -79,6 +71,8 @@ def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
     return np.array(curve)
 
 
+@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real,
+         logits=logits_vector, rewards=reward_array)
 def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
                        rewards=REWARDS) -> np.ndarray:
     """Ascent along the exact gradient, z <- z + lr pi * (r - J) (chapters 7, 16).
@@ -88,8 +82,7 @@ def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
     curvature of the softmax), and at ``lr`` (1 - 1/G) roughly that of the group-mean
     baseline loop (chapter 9: its estimate has mean (1 - 1/G) grad J). Deterministic.
     """
-    z, r, steps = _start(logits, rewards, steps)
-    lr = positive_real(lr, "lr")
+    z, r = logits.copy(), rewards
     best = _best(r)
     curve = [softmax(z)[best]]
     for _ in range(steps):
@@ -98,6 +91,8 @@ def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
     return np.array(curve)
 
 
+@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real, seed=at_least(0),
+         logits=logits_vector, rewards=reward_array, G=at_least(1))
 def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
                   logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """REINFORCE without a baseline (chapter 7):
@@ -106,10 +101,7 @@ def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
     Each step's G single-sample estimates come from ``gradient_samples`` (baseline 0),
     seeded from ``np.random.default_rng(seed)``; the group is used once and thrown away.
     """
-    z, r, steps = _start(logits, rewards, steps)
-    G = integer_at_least(G, "G", 1)
-    lr = positive_real(lr, "lr")
-    seed = integer_at_least(seed, "seed", 0)
+    z, r = logits.copy(), rewards
     rng = np.random.default_rng(seed)
     best = _best(r)
     curve = [softmax(z)[best]]
@@ -121,6 +113,8 @@ def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
     return np.array(curve)
 
 
+@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real, seed=at_least(0),
+         logits=logits_vector, rewards=reward_array, G=at_least(2))
 def run_reinforce_baseline(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
                            logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """REINFORCE with the group-mean baseline, chapter 9's ``on_policy_loop`` (ch. 8-9).
@@ -128,11 +122,7 @@ def run_reinforce_baseline(steps: int = 30, G: int = 8, lr: float = 1.0, seed: i
     z <- z + lr (1/G) sum_i (r_i - rbar) score(y_i): wrong answers in a group with a
     right one are pushed down, and a group whose rewards are all equal changes nothing.
     """
-    z, r, steps = _start(logits, rewards, steps)
-    G = integer_at_least(G, "G", 2)
-    lr = positive_real(lr, "lr")
-    seed = integer_at_least(seed, "seed", 0)
-    return on_policy_loop(z, r, G, lr, steps, seed)["pi_correct"]
+    return on_policy_loop(logits.copy(), rewards, G, lr, steps, seed)["pi_correct"]
 
 
 def _critic_advantages(z: np.ndarray, r: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -140,6 +130,8 @@ def _critic_advantages(z: np.ndarray, r: np.ndarray, ys: np.ndarray) -> np.ndarr
     return r[ys] - expected_reward(z, r)
 
 
+@checked(_one_reward_per_answer, steps=at_least(1), seed=at_least(0),
+         logits=logits_vector, rewards=reward_array, G=at_least(1), delta=positive_real)
 def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
              logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """TRPO: one KL-constrained natural-gradient step per batch (chapter 11).
@@ -150,10 +142,7 @@ def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
     (1/G) sum_i A_i score(y_i); then ``trust_region_step`` solves F s = g
     (F = diag(pi) - pi pi^T) and backtracks until KL(pi_old || pi_new) <= delta.
     """
-    z, r, steps = _start(logits, rewards, steps)
-    G = integer_at_least(G, "G", 1)
-    delta = positive_real(delta, "delta")
-    seed = integer_at_least(seed, "seed", 0)
+    z, r = logits.copy(), rewards
     rng = np.random.default_rng(seed)
     best = _best(r)
     curve = [softmax(z)[best]]
@@ -166,6 +155,8 @@ def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
     return np.array(curve)
 
 
+@checked(_one_reward_per_answer, steps=at_least(1), seed=at_least(0),
+         logits=logits_vector, rewards=reward_array, G=at_least(1))
 def run_ppo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0, eps: float = 0.2,
             seed: int = 0, logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """PPO: K clipped gradient steps per batch, advantages from the critic (chapter 11).
@@ -174,9 +165,7 @@ def run_ppo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0, eps: float
     ``ppo_inner_steps``: K ascents on
     (1/G) sum_i min(rho_i A_i, clip(rho_i, 1 - eps, 1 + eps) A_i).
     """
-    z, r, steps = _start(logits, rewards, steps)
-    G = integer_at_least(G, "G", 1)
-    seed = integer_at_least(seed, "seed", 0)
+    z, r = logits.copy(), rewards
     rng = np.random.default_rng(seed)
     best = _best(r)
     curve = [softmax(z)[best]]

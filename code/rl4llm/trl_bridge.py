@@ -41,7 +41,8 @@ import numpy as np
 import torch
 
 from ._checks import finite_real, integer_at_least
-from .grpo import LOSS_TYPES, group_advantages, grpo_loss
+from .grpo import group_advantages, grpo_loss
+from .loss_types import LOSS_TYPES, loss_type_names
 from .model import GPT, _is_conv1d, completion_logprobs, to_gpt2
 from .tasks import MAX_COMPLETION_LEN, AdditionTask, CharTokenizer, addition_prompt
 from .trainer import GRPOConfig, GRPOTrainer, chapter14_config
@@ -55,6 +56,7 @@ KNOBS = {
     "eps_high": ("epsilon_high", 13),
     "beta": ("beta", 13),
     "loss_type": ("loss_type", 13),
+    "importance_sampling_level": ("importance_sampling_level", 15),
     "scale_rewards": ("scale_rewards", 13),
     "temperature": ("temperature", 2),
     "max_new_tokens": ("max_completion_length", 14),
@@ -79,7 +81,6 @@ FIXED = {
     "use_bias_correction_kl": False,     # TRL default True: k3 times the ratio (a reverse-KL gradient)
     "gradient_accumulation_steps": 1,    # the book takes one gradient step on the whole batch
     "steps_per_generation": 1,
-    "importance_sampling_level": "token",
     "optim": "adamw_torch",              # the book's torch AdamW (TRL's default is its fused variant)
 }
 
@@ -120,6 +121,7 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
         "epsilon_high": config.eps_low if config.eps_high is None else config.eps_high,
         "beta": config.beta,
         "loss_type": config.loss_type,
+        "importance_sampling_level": config.importance_sampling_level,
         "scale_rewards": "group" if config.scale_rewards else "none",
         "temperature": config.temperature,
         "max_completion_length": config.max_new_tokens,
@@ -480,15 +482,14 @@ def loss_batch(model: GPT, config: GRPOConfig, *, seed: int = 0, perturbation: f
 def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict, dict]:
     """The book's loss on ``batch``: :func:`rl4llm.grpo.grpo_loss` on :func:`completion_logprobs`.
 
-    Settings from ``config`` (eps_low, eps_high, beta, loss_type, temperature, max_new_tokens as
-    dr_grpo's constant). Returns ``(loss, grads, stats)``: the loss as a float, the gradient of each
+    Settings from ``config`` (its :meth:`~rl4llm.trainer.GRPOConfig.loss_options`: eps_low, eps_high,
+    beta, loss_type, max_new_tokens as dr_grpo's constant, importance_sampling_level; and temperature). Returns ``(loss, grads, stats)``: the loss as a float, the gradient of each
     parameter by name (``model``'s grads are left as they were), and ``grpo_loss``'s diagnostics.
     """
     params = dict(model.named_parameters())
     logp, _ = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
-    loss, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_low=config.eps_low,
-                            eps_high=config.eps_high, beta=config.beta, ref_logp=batch.ref_logp,
-                            loss_type=config.loss_type, max_completion_length=config.max_new_tokens)
+    loss, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, ref_logp=batch.ref_logp,
+                            **config.loss_options())
     grads = torch.autograd.grad(loss, list(params.values()))
     return float(loss.detach()), dict(zip(params, grads)), stats
 
@@ -563,7 +564,7 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, d
     return float(loss.detach()), book_layout(model, dict(zip(params, grads)))
 
 
-def compare_losses(model: GPT, config: GRPOConfig, loss_types=LOSS_TYPES, *, seed: int = 0,
+def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES), *, seed: int = 0,
                    perturbation: float = 0.3) -> list[dict]:
     """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 15).
 
@@ -574,9 +575,7 @@ def compare_losses(model: GPT, config: GRPOConfig, loss_types=LOSS_TYPES, *, see
     """
     from dataclasses import replace
 
-    loss_types = tuple(loss_types)
-    if not loss_types or any(t not in LOSS_TYPES for t in loss_types):
-        raise ValueError(f"loss_types must be a non-empty sequence of {LOSS_TYPES}, got {loss_types!r}")
+    loss_types = loss_type_names(loss_types)
     batch = loss_batch(model, config, seed=seed, perturbation=perturbation)
     rows = []
     for loss_type in loss_types:

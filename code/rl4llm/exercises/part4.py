@@ -20,6 +20,7 @@ import numpy as np
 
 from ..distributions import softmax
 from ..gradients import policy_gradient
+from ..loss_types import LOSS_TYPES
 from ..toy import CORRECT, LOGITS
 from ..verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
@@ -278,7 +279,8 @@ def _split_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- data_parallel_loss (coding)
-_DP_CASE_TYPES = ("bnpo", "dapo", "grpo", "dr_grpo")
+#: Every registered loss type, the two that a split can tell apart (token means) first.
+_DP_CASE_TYPES = ("bnpo", "dapo") + tuple(t for t in LOSS_TYPES if t not in ("bnpo", "dapo"))
 
 
 def _dp_batch(rng, B=8, T=5):
