@@ -42,7 +42,7 @@ from .memory import kv_bytes_per_token, memory_budget
 from .step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
 
 _LAZY = {
-    "grpo": ("group_advantages", "grpo_loss"),
+    "grpo": ("group_advantages", "grpo_loss", "sequence_ratio"),
     "toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
                  "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
                  "two_step_inner_steps"),
