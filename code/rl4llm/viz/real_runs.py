@@ -1,0 +1,159 @@
+"""The live charts of chapter 17 (the arithmetic of a real run): what fits on a GPU, the batch's memory,
+a step's seconds and how the three schedules overlap them. Every number drawn is ``rl4llm.memory`` or
+``rl4llm.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..memory import QWEN25_1_5B, memory_budget, shape_options
+from ..step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
+from .charts import Slider, line_chart
+from .style import PALETTE
+
+GB = 1e9
+#: The parts that depend on the model only (the model state), and those that depend on the batch.
+STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
+
+#: A run's setting, shared by the time charts (stated in the chapter): 64 prompts of 512 tokens per step,
+#: 40% of the GPU's peak FLOP/s achieved, weights sent over one 400 Gb/s InfiniBand link (50 GB/s).
+RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "link_bandwidth": 50e9, "gpus": 16}
+
+GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
+STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 0, fmt="d")
+GROUP = Slider("G", "G", 2, 32, 2, 8, fmt="d")
+COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
+MODEL_SIZE = Slider("billions", "billions of parameters", 1, 49, 2, 7, fmt="d")
+GROUPS = np.arange(2, 66, 2)
+ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 2, 14, 1, 8, fmt="d")
+STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
+
+
+def tiny_gpt_params() -> int:
+    """Chapter 14's tiny GPT's parameter count, from its config."""
+    from ..model import GPT, GPTConfig
+    return sum(p.numel() for p in GPT(GPTConfig()).parameters())
+
+
+def model_sizes(low: float, high: float, points: int = 25, *, extra=()) -> np.ndarray:
+    """``points`` sizes spaced evenly in log between ``low`` and ``high``, with ``extra`` sizes added."""
+    return np.unique(np.concatenate([np.logspace(np.log10(low), np.log10(high), points), np.asarray(extra, float)]))
+
+
+def model_state_gb(n_params, n_gpus: int, stage: int, reference: bool = True) -> float:
+    """GB of one GPU's share of the model state under ZeRO ``stage`` (the static parts of ``memory_budget``)."""
+    budget = memory_budget(float(n_params), n_gpus=n_gpus, sharding=STAGE_NAMES[stage], reference=reference)
+    return sum(budget[p] for p in STATIC) / GB
+
+
+def fits_chart(sizes, tiny: int):
+    """GB per GPU of the model state against the model's size (``sizes``, parameters; drawn in billions),
+    for each number of GPUs and ZeRO stage."""
+    def compute(n_gpus, stage):
+        return [[model_state_gb(n, n_gpus, stage) for n in sizes],
+                [model_state_gb(n, n_gpus, stage, reference=False) for n in sizes],
+                [H100_SXM["memory_bytes"] / GB] * len(sizes)]
+
+    def notes(n_gpus, stage):
+        return {"7B": model_state_gb(7e9, n_gpus, stage), "70B": model_state_gb(70e9, n_gpus, stage),
+                "tiny GPT (MB)": 1e3 * model_state_gb(tiny, n_gpus, stage)}
+    return line_chart(compute, [GPUS, STAGE], x=np.asarray(sizes) / 1e9,
+                      series=["with a bf16 reference", "no reference", "one H100 (80 GB)"],
+                      xlabel="billions of parameters", ylabel="GB per GPU (model state)", log_x=True, log_y=True,
+                      headline="Past a few billion parameters the state must be sharded", notes=notes,
+                      styles=["solid", "dashed", "dotted"],
+                      colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["black"]], fmt=".2f")
+
+
+#: Chapter 17's batch: one prompt's group of G completions at once on a GPU, Qwen2.5-1.5B's shape.
+BATCH = {"prompts": 1, "prompt_length": 512, "logits_chunk": 1024, **shape_options(QWEN25_1_5B)}
+
+
+def batch_gb(G: int, completion: int) -> list[float]:
+    """GB of the batch's parts on one GPU: activations without and with checkpointing, the fp32 logits
+    all at once and 1024 tokens at a time, and the KV cache of the group."""
+    base = {k: v for k, v in BATCH.items() if k != "logits_chunk"}
+
+    def part(name, **options):
+        return memory_budget(QWEN25_1_5B.n_params, group_size=G, completion_length=completion, **base,
+                             **options)[name] / GB
+    return [part("activations"), part("activations", activation_checkpointing=True), part("logits"),
+            part("logits", logits_chunk=BATCH["logits_chunk"]), part("kv_cache")]
+
+
+BATCH_SERIES = ["activations", "checkpointed", "logits", "chunked", "KV cache"]
+
+
+def batch_charts():
+    """The batch's parts against the completion length, a slider for G and a marker on the length: one
+    chart for the activations (plain and checkpointed), one for the logits (fp32, all at once and 1024
+    tokens at a time) and the KV cache."""
+    lengths = COMPLETION.values
+
+    def compute(G):
+        return np.array([batch_gb(G, int(T)) for T in lengths]).T
+    common = {"x": lengths, "marker": COMPLETION, "xlabel": "completion tokens", "ylabel": "GB on one GPU",
+              "log_y": True, "fmt": ".1f"}
+    activations = line_chart(lambda G: compute(G)[:2], [GROUP], series=BATCH_SERIES[:2],
+                             headline="Activations of one group of Qwen2.5-1.5B", styles=["solid", "dashed"],
+                             colors=[PALETTE["blue"], PALETTE["blue"]], **common)
+    logits = line_chart(lambda G: compute(G)[2:], [GROUP], series=BATCH_SERIES[2:],
+                        headline="Its fp32 logits (chunked: 1024 tokens at a time) and KV cache",
+                        styles=["solid", "dashed", "dotted"],
+                        colors=[PALETTE["vermillion"], PALETTE["vermillion"], PALETTE["black"]], **common)
+    return activations, logits
+
+
+def step_seconds(n_params: float, G: int, completion: int, rollout_gpus: int, train_gpus: int) -> dict:
+    """Rollout, training and weight-sync seconds of one step of ``RUN`` (weights' reads only in decoding:
+    a lower bound), the sampler's GPUs each holding a full copy and an even share of the sequences."""
+    F = RUN["utilisation"] * H100_SXM["bf16_flops"]
+    sequences = RUN["prompts"] * G
+    tokens = sequences * (RUN["prompt_length"] + completion)
+    return {"rollout": generation_seconds(n_params, max(1, sequences // rollout_gpus), RUN["prompt_length"],
+                                          completion, flops_per_second=F, bandwidth=H100_SXM["memory_bandwidth"]),
+            "train": training_seconds(n_params, tokens, F, gpus=train_gpus),
+            "sync": weight_sync_seconds(n_params, RUN["link_bandwidth"])}
+
+
+def time_chart(completion: int = 4096):
+    """A step's rollout, training and weight-sync seconds against G, with 8 GPUs each, a slider for the
+    model's size."""
+    half = RUN["gpus"] // 2
+
+    def compute(billions):
+        rows = [step_seconds(billions * 1e9, int(G), completion, half, half) for G in GROUPS]
+        return [[r[k] for r in rows] for k in ("rollout", "train", "sync")]
+    return line_chart(compute, [MODEL_SIZE], x=GROUPS,
+                      series=["rollout (8 GPUs)", "training (8 GPUs)", "weight sync (50 GB/s)"],
+                      xlabel="G (completions per prompt)", ylabel="seconds per step", log_y=True,
+                      headline="Sampling stays flat in G until compute catches up",
+                      colors=[PALETTE["vermillion"], PALETTE["blue"], PALETTE["orange"]], fmt=".1f")
+
+
+def schedule_walls(n_params: float, rollout_gpus: int, G: int = 8, completion: int = 4096) -> dict:
+    """A step's wall seconds under each schedule: synchronous on all of ``RUN``'s GPUs in turn (the
+    weights resharded over NVLink), one-step-off and asynchronous with ``rollout_gpus`` of them sampling."""
+    gpus = RUN["gpus"]
+    together = step_seconds(n_params, G, completion, gpus, gpus)
+    apart = step_seconds(n_params, G, completion, rollout_gpus, gpus - rollout_gpus)
+    colocated_sync = weight_sync_seconds(n_params, H100_SXM["nvlink_bandwidth"])
+    out = {"synchronous": schedule(together["rollout"], together["train"], colocated_sync, "synchronous")}
+    for mode in SCHEDULES[1:]:
+        out[mode] = schedule(apart["rollout"], apart["train"], apart["sync"], mode)
+    return out
+
+
+def schedule_chart(n_params: float = 7e9):
+    """Wall seconds of a step against the number of sampling GPUs of 16 under the three schedules, a
+    slider for G and a marker on the split."""
+    splits = ROLLOUT_GPUS.values
+
+    def compute(G):
+        walls = [schedule_walls(n_params, int(r), G=G) for r in splits]
+        return [[w[m]["wall"] for w in walls] for m in SCHEDULES]
+    return line_chart(compute, [GROUP], x=splits, marker=ROLLOUT_GPUS,
+                      series=["sync", "1-step-off", "async"],
+                      xlabel="GPUs of 16 that sample (the rest train)", ylabel="wall seconds per step",
+                      headline="Overlap wins when the split matches the work",
+                      styles=["solid", "dashed", "dotted"],
+                      colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]], fmt=".1f")
