@@ -264,7 +264,8 @@ class GRPOTrainer:
             return dict.fromkeys(UPDATE_METRICS, math.nan) | {"clip_fraction_per_inner_step": []}
         inner = [self.inner_step(batch, k) for k in range(self.config.inner_steps)]
         self.scheduler.step()
-        means = {key: float(np.mean([s[key] for s in inner])) for key in ("loss", "grad_norm", "clip_fraction", "ratio")}
+        means = {key: float(np.mean([s[key] for s in inner]))
+                 for key in ("loss", "grad_norm", "clip_fraction", "ratio")}
         return means | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
                         "clip_fraction_per_inner_step": [s["clip_fraction"] for s in inner]}
 
