@@ -3,6 +3,7 @@ continuous slider has at least 25 positions and never fewer than the live widget
 opens at the figure the text discusses, and the stored chart is the one the library builds today."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -188,3 +189,131 @@ def test_a_line_chart_with_moving_points_stores_each_settings_own_x_its_error_ba
     with pytest.raises(ValueError, match="errors must name series"):
         charts.line_chart(law, [SCALE], x=None, series=["share", "law"], errors={"other": "x"}, xlabel="x",
                           ylabel="y", headline="h")
+
+
+# ----------------------------------------------------------------------------- chapters 3 and 5-9
+from rl4llm import REWARDS, estimator_variance, expected_reward, training_curves  # noqa: E402
+from rl4llm.estimators import jhat_study  # noqa: E402
+from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
+from rl4llm.statistics import t_quantile  # noqa: E402
+from rl4llm.two_strings import two_spellings  # noqa: E402
+from rl4llm.viz import part1, part2  # noqa: E402
+
+
+def _seeds(n_seeds):
+    s = seed_study(n_seeds, seed=0, G=4, lr=1.0, steps=10)
+    half = t_quantile(0.975, n_seeds - 1) * s["standard_error"]
+    ends = np.full(n_seeds, np.nan)
+    ends[[0, -1]] = 1.0                                   # the mean and the interval: their two ends
+    return np.arange(1, n_seeds + 1), [s["finals"], s["mean"] * ends, (s["mean"] - half) * ends,
+                                       (s["mean"] + half) * ends]
+
+
+def _baseline(offset):
+    r = REWARDS + offset
+    at_mean = estimator_variance(LOGITS, r, expected_reward(LOGITS, r))
+    return part2.BASELINE.values, [[estimator_variance(LOGITS, r, b) / at_mean for b in part2.BASELINE.values]]
+
+
+def _learning(G, lr):
+    band = learning_curve_band(G, lr, 30, 100, 0)
+    return np.arange(31), [band["median"], band["low"], band["high"],
+                           np.concatenate([[np.nan], band["zero_signal_fraction"]])]
+
+
+#: Line charts: builder, the sliders of its grid, its marker slider (or None), the library's (x, rows)
+#: at a setting, computed here without the viz code, the positions of the ipywidgets slider it replaced
+#: (ch3: FloatSliders 0..1 step 0.05; ch5: 0.1..5 step 0.1; ch6: IntSliders 1..64 and 2..128; ch7:
+#: 0..8 step 0.25; ch8: offset 0..10 step 0.5, b -1..11 step 0.1; ch9: G 1..32, lr 0.25..4 step 0.25),
+#: the discrete sliders and the chart's opening setting (the figure the text discusses).
+LINE_CHARTS = {
+    "03_sequences": (part1.two_spellings_chart, [part1.P_5_AFTER_0], part1.PI_0,
+                     lambda p_5_after_0: (part1.PI_0.values, [[two_spellings(q, p_5_after_0)[k] for q in part1.PI_0.values]
+                                                              for k in ("5", "05", "correct")]),
+                     {"pi_0": 21, "p_5_after_0": 21}, set(), {"pi_0": 0.1, "p_5_after_0": 0.2}),
+    "05_forward_kl": (part1.training_curves_chart, [part1.TRAINING_LR], None,
+                      lambda lr: (np.arange(26), [training_curves(lr, 25)[f"{run}_{k}"] for run in ("sft", "rl")
+                                                  for k in ("5", "05", "5_after_0")]),
+                      {"lr": 50}, set(), {"lr": 1.0}),
+    "06_monte_carlo": (part2.jhat_chart, [part2.JHAT_G], None,
+                       lambda G: (lambda s: (s["values"], [s["frequencies"], s["law"], 2 * s["frequency_standard_errors"]]))(
+                           jhat_study(G, 0.2, 20_000, 0)),
+                       {"G": 64}, {"G"}, {"G": 4}),
+    "06_monte_carlo/seeds": (part2.seeds_chart, [part2.N_SEEDS], None, _seeds, {"n_seeds": 127}, {"n_seeds"},
+                             {"n_seeds": 8}),
+    "07_score_function": (part2.steps_chart, [], part2.STEP_LR,
+                          lambda: (part2.STEP_LR.values, [rl_and_sft_steps(part2.STEP_LR.values)[k][:, CORRECT]
+                                                          for k in ("pi_rl", "pi_sft")]),
+                          {"lr": 33}, set(), {"lr": 1.0}),
+    "08_baselines": (part2.baseline_chart, [part2.OFFSET], part2.BASELINE, _baseline, {"offset": 21, "b": 121},
+                     set(), {"offset": 10.0, "b": 0.0}),
+    "09_on_policy_loop": (part2.learning_chart, [part2.LEARNING_G, part2.LEARNING_LR], None, _learning,
+                          {"G": 32, "lr": 16}, {"G"}, {"G": 8, "lr": 1.0}),
+}
+
+
+#: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
+LEARNING_SAMPLE = [(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)]
+
+
+@pytest.fixture(scope="module", params=list(LINE_CHARTS))
+def line_built(request):
+    return request.param, LINE_CHARTS[request.param][0]().to_dict()
+
+
+def test_a_line_charts_data_are_the_librarys_numbers_at_every_setting(line_built):
+    chapter, spec = line_built
+    _, sliders, _, library, *_ = LINE_CHARTS[chapter]
+    rows = chart_rows(spec)
+    settings = sorted({tuple(row[s.name] for s in sliders) for row in rows})
+    assert settings == sorted(itertools.product(*(s.values for s in sliders)))
+    if chapter == "09_on_policy_loop":
+        settings = LEARNING_SAMPLE
+    for setting in settings:
+        params = {s.name: s.cast(v) for s, v in zip(sliders, setting)}
+        x, expected = library(**params)
+        at = [row for row in rows if all(np.isclose(row[s.name], v) for s, v in zip(sliders, setting))]
+        np.testing.assert_allclose([row["x"] for row in at], x, rtol=0, atol=0.5e-6)
+        keys = sorted((k for k in at[0] if k[0] in "se" and k[1:].isdigit()), key=lambda k: (k[0] == "e", k))
+        stored = np.array([[row[k] for row in at] for k in keys])
+        # stored to 6 decimals (4 for ch9): half a unit of the last, and the float error of a half
+        np.testing.assert_allclose(stored, np.asarray(expected, dtype=float), rtol=0,
+                                   atol=(0.5e-4 if chapter.startswith("09") else 0.5e-6) + 1e-12, err_msg=str(params))
+
+
+def test_every_line_chart_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(line_built):
+    chapter, spec = line_built
+    _, sliders, marker, _, widget, discrete, opening = LINE_CHARTS[chapter]
+    stored = {p["name"]: p for p in chart_sliders(spec)}
+    every = sliders + ([marker] if marker else [])
+    assert set(stored) == {s.name for s in every} == set(widget)
+    for s in every:
+        bind = stored[s.name]["bind"]
+        assert (bind["input"], bind["min"], bind["max"], bind["step"]) == ("range", s.start, s.stop, s.step)
+        assert s.positions >= widget[s.name]
+        if s.name in discrete:                                 # every value of a discrete one
+            assert s.integer and s.step == 1
+        else:
+            assert s.positions >= 25
+    assert {name: p["value"] for name, p in stored.items()} == opening
+
+
+def test_the_stored_line_charts_are_the_ones_the_library_builds(line_built):
+    chapter, spec = line_built
+    cells = json.loads((BOOK / f"{chapter.split('/')[0]}.ipynb").read_text(encoding="utf-8"))["cells"]
+    stored = [o["data"][charts.MIME_TYPE] for c in cells if c["cell_type"] == "code"
+              for o in c.get("outputs", []) if charts.MIME_TYPE in o.get("data", {})]
+    assert json.loads(json.dumps(spec)) in stored
+    assert len(stored) == sum(1 for name in LINE_CHARTS if name.split("/")[0] == chapter.split("/")[0])
+
+
+def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_grid():
+    on = lambda slider, v: np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9))
+    assert on(part1.PI_0, 0.1) and on(part1.P_5_AFTER_0, 0.9)                                  # ex-ch03-talkative
+    assert all(on(part1.PI_0, v) for v in (0.15, 0.2)) and on(part1.P_5_AFTER_0, 1.0)          # ex-ch03-sliders
+    assert all(on(part1.TRAINING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))                         # ex-ch05-slider
+    assert all(on(part2.JHAT_G, G) for G in (4, 13, 14, 16, 64))                               # ex-ch06-bell
+    assert on(part2.STEP_LR, 1.0) and on(part2.STEP_LR, 5.0)                                    # ex-ch07-slider
+    assert on(part2.OFFSET, 0.0) and on(part2.OFFSET, 10.0)                                     # ex-ch08-overshoot
+    assert all(on(part2.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
+    assert on(part2.LEARNING_G, 8) and all(on(part2.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr

@@ -9,7 +9,7 @@ from ..distributions import decode_probs, entropy, log_softmax, softmax
 from ..gradients import sft_step
 from ..toy import CORRECT, LOGITS, VOCAB, two_token_paths
 from ..two_strings import training_curves, two_spellings
-from .charts import Slider, bar_chart
+from .charts import Slider, bar_chart, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
@@ -304,3 +304,51 @@ def sft_step_chart():
                      correct=CORRECT, xlabel="answer token to 2+3=", ylabel="probability π(token)",
                      headline="one SFT step on the label 5", readout="π(5) after the step",
                      outline=softmax(LOGITS), outline_label="before the step")
+
+
+# ----------------------------------------------------------------------------- live charts (chapters 3, 5)
+#: Chapter 3's first factor pi(0), 0 to 1 in steps of 0.01 (the marker on the curves), opening at the toy's 0.1.
+PI_0 = Slider("pi_0", "π(0)", 0.0, 1.0, 0.01, 0.1)
+#: Chapter 3's second factor P(5 | 0), 0 to 1 in steps of 0.02, opening at the toy's 0.2.
+P_5_AFTER_0 = Slider("p_5_after_0", "P(5 | 0)", 0.0, 1.0, 0.02, 0.2)
+#: Chapter 5's learning rate: 0.1 to 5 in steps of 0.1 (as the live slider had), opening at lr = 1.
+TRAINING_LR = Slider("lr", "lr", 0.1, 5.0, 0.1, 1.0, fmt=".1f")
+#: Steps of chapter 5's two runs.
+TRAINING_STEPS = 25
+
+
+def two_spellings_chart():
+    """Chapter 3: P("5"), P("05") and P(correct) (``two_spellings``) against pi(0), for every P(5 | 0) of
+    ``P_5_AFTER_0``; the slider's pi(0) marked and the three probabilities there printed."""
+    def curves(p_5_after_0):
+        at = [two_spellings(q, p_5_after_0) for q in PI_0.values]
+        return [[a[key] for a in at] for key in ("5", "05", "correct")]
+
+    return line_chart(curves, [P_5_AFTER_0], x=PI_0.values, marker=PI_0,
+                      series=['P("5")', 'P("05")', "P(correct)"], styles=["solid", "dashed", "dotted"],
+                      colors=[CORRECT_COLOR, PALETTE["blue"], "black"], ydomain=[0, 1],
+                      xlabel='first-step probability π(0) of "0"', ylabel="probability",
+                      headline='"05" can never pass its first factor π(0)')
+
+
+def training_curves_chart():
+    """Chapter 5: P("5"), P("05") and P(5 | 0) over ``TRAINING_STEPS`` exact updates (``training_curves``),
+    SFT on the label "5" and RL on the verifier, for every lr of ``TRAINING_LR``; RL's P("05") peak
+    and both runs' end printed."""
+    keys = ("5", "05", "5_after_0")
+
+    def curves(lr):
+        c = training_curves(lr, TRAINING_STEPS)
+        return [c[f"{run}_{key}"] for run in ("sft", "rl") for key in keys]
+
+    def notes(lr):
+        c = training_curves(lr, TRAINING_STEPS)
+        return {'RL P("05") peak': c["rl_05"].max(), "at step": int(np.argmax(c["rl_05"])),
+                'end: RL P("05")': c["rl_05"][-1], "SFT": c["sft_05"][-1]}
+
+    return line_chart(curves, [TRAINING_LR], x=np.arange(TRAINING_STEPS + 1), notes=notes, log_y=True,
+                      ydomain=[1e-4, 1],
+                      series=[f'{run}: {name}' for run in ("SFT", "RL") for name in ('P("5")', 'P("05")', "P(5 | 0)")],
+                      styles=["solid", "dashed", "dotted"] * 2, colors=[PALETTE["blue"]] * 3 + [PALETTE["vermillion"]] * 3,
+                      xlabel="update step", ylabel="probability (log scale)",
+                      headline='SFT drains "05" at once; RL lifts it, then drains it')

@@ -16,6 +16,7 @@ from ..gradients import policy_gradient
 from ..onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
 from ..statistics import t_quantile
 from ..toy import CORRECT, LOGITS, REWARDS, VOCAB
+from .charts import Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
@@ -284,3 +285,135 @@ def _learning_axes(fig, steps: int, n_seeds: int) -> SimpleNamespace:
     bottom.set_xlabel("step")
     bottom.set_ylabel("zero-signal\nshare")
     return SimpleNamespace(top=top, band=band, runs=runs, median=median, zero_signal=zero_signal)
+
+
+# ----------------------------------------------------------------------------- live charts (chapters 6-9)
+#: Chapter 7's learning rate: 0 to 8 in steps of 0.1 (the live slider had 33 positions), opening at 1.
+STEP_LR = Slider("lr", "lr", 0.0, 8.0, 0.1, 1.0, fmt=".1f")
+
+
+def steps_chart():
+    """Chapter 7: pi(5) after one exact RL step and after one SFT step (``rl_and_sft_steps``) against
+    the learning rate, the slider's lr marked."""
+    steps = rl_and_sft_steps(STEP_LR.values)
+    return line_chart(lambda: [steps["pi_rl"][:, CORRECT], steps["pi_sft"][:, CORRECT]], [], x=STEP_LR.values,
+                      series=["RL step π(5)", "SFT step π(5)"], colors=[CORRECT_COLOR, PALETTE["blue"]],
+                      styles=["solid", "dashed"], xlabel="learning rate lr", ylabel="π(5) after one step",
+                      headline="SFT at lr goes as far as RL at 5 lr", marker=STEP_LR, ydomain=[0, 1])
+
+
+
+# ----------------------------------------------------------------------------- chapter 6, 8, 9 live charts
+#: Chapter 6's group size: every G from 1 to 64, opening at G = 4.
+JHAT_G = Slider("G", "G", 1, 64, 1, 4, fmt="d")
+#: Chapter 6's number of seeds: every n from 2 to 128, opening at 8.
+N_SEEDS = Slider("n_seeds", "seeds", 2, 128, 1, 8, fmt="d")
+
+
+def jhat_chart(p: float = 0.2, n_groups: int = JHAT_GROUPS, seed: int = 0):
+    """Chapter 6: the Monte Carlo shares of J-hat (``jhat_study``) with +- 2 standard errors beside its
+    exact binomial law, for every G of ``JHAT_G``; the standard error and P(J-hat = 0) printed."""
+    def law(G):
+        study = jhat_study(G, p, n_groups, seed)
+        return study["values"], [study["frequencies"], study["law"], 2.0 * study["frequency_standard_errors"]]
+
+    def notes(G):
+        study = jhat_study(G, p, n_groups, seed)
+        return {"SE of J-hat": study["standard_error"], "P(J-hat = 0)": study["law"][0]}
+
+    share = f"Monte Carlo share ({n_groups} groups)"
+    return line_chart(law, [JHAT_G], x=None, notes=notes, series=[share, "exact binomial law"],
+                      errors={share: "± 2 standard errors"}, styles=["points", "dotted"],
+                      colors=[PALETTE["sky"], PALETTE["blue"]], xdomain=[-0.05, 1.05],
+                      xlabel="J-hat (fraction correct)", ylabel="probability",
+                      headline="the lumps merge into a bell around 0.2")
+
+
+def seeds_chart(seed: int = 0):
+    """Chapter 6: the final pi(5) of n identical runs (``seed_study``), their mean and its 95% t interval
+    (mean +- t_{0.975, n-1} SE), for every n of ``N_SEEDS``; the spread and the standard error printed."""
+    def study(n_seeds):
+        return seed_study(n_seeds, seed=seed, **SEED_RUN)
+
+    def rows(n_seeds):
+        s = study(n_seeds)
+        half = t_quantile(0.975, n_seeds - 1) * s["standard_error"]
+        level = np.full(n_seeds, np.nan)        # a level line needs its two ends only
+        level[[0, -1]] = 1.0
+        return np.arange(1, n_seeds + 1), [s["finals"], s["mean"] * level, (s["mean"] - half) * level,
+                                           (s["mean"] + half) * level]
+
+    def notes(n_seeds):
+        s = study(n_seeds)
+        return {"spread": s["std"], "SE of the mean": s["standard_error"], "t": t_quantile(0.975, n_seeds - 1)}
+
+    return line_chart(rows, [N_SEEDS], x=None, notes=notes, notes_per_line=3, ydomain=[0.2, 1.0],
+                      series=["final π(5) of a run", "their mean", "mean − t·SE", "mean + t·SE"],
+                      styles=["points", "solid", "dashed", "dashed"],
+                      colors=[CORRECT_COLOR, "black", PALETTE["grey"], PALETTE["grey"]],
+                      xlabel="run (seed)", ylabel="final π(5)",
+                      headline="more seeds narrow the mean's interval, not the runs' spread")
+
+
+#: Chapter 8's grader offset (rewards offset / offset + 1): 0 to 10 in steps of 0.25, opening at 10.
+OFFSET = Slider("offset", "offset", 0.0, 10.0, 0.25, 10.0)
+#: Chapter 8's baseline b (the marker): -1 to 11 in steps of 0.1 (as the live slider had), opening at 0.
+BASELINE = Slider("b", "b", -1.0, 11.0, 0.1, 0.0, fmt=".1f")
+
+
+def baseline_chart():
+    """Chapter 8: the total variance of (r + offset - b) score(y) against b (``variance_curve``) as a
+    multiple of the mean baseline's, for every offset of ``OFFSET``; the slider's b marked."""
+    def curve(offset):
+        c = variance_curve(LOGITS, REWARDS, offset, BASELINE.values)
+        return [c["variance"] / c["variance_mean"]]
+
+    def notes(offset):
+        c = variance_curve(LOGITS, REWARDS, offset, BASELINE.values)
+        return {"mean reward J": c["mean"], "best b*": c["optimal"]}
+
+    return line_chart(curve, [OFFSET], x=BASELINE.values, marker=BASELINE, notes=notes, log_y=True,
+                      ydomain=[0.5, 3000], series=["variance ÷ the mean baseline's"], colors=[PALETTE["blue"]],
+                      xlabel="baseline b (reward units)", ylabel="total variance ÷ that at b = J",
+                      headline="the valley sits at the grader's mean reward", fmt=".3f")
+
+
+#: Chapter 9's group size (every G from 1 to 32) and learning rate (0.25 to 4 in steps of 0.125: the
+#: live slider had 16 positions), opening at G = 8, lr = 1.
+LEARNING_G = Slider("G", "G", 1, 32, 1, 8, fmt="d")
+LEARNING_LR = Slider("lr", "lr", 0.25, 4.0, 0.125, 1.0, fmt=".3f")
+#: Steps and runs of each setting of chapter 9's chart.
+LEARNING_STEPS, LEARNING_SEEDS = 30, 100
+#: What chapter 9's chart draws of each setting's ``learning_curve_band``, per step.
+LEARNING_FIELDS = ("median", "low", "high", "zero_signal_fraction")
+
+
+def learning_band(G: int, lr: float) -> dict:
+    """``learning_curve_band`` at one setting of chapter 9's chart (its steps, runs and seed 0), with
+    the zero-signal share of step t at step t (none at step 0)."""
+    band = learning_curve_band(G, lr, LEARNING_STEPS, LEARNING_SEEDS, 0)
+    return {**band, "zero_signal_fraction": np.concatenate([[np.nan], band["zero_signal_fraction"]])}
+
+
+def learning_chart():
+    """Chapter 9: the median of pi(5) over 100 runs, its 10-90% band and the share of zero-signal groups
+    per step (``learning_band``), for every G x lr of ``LEARNING_G`` x ``LEARNING_LR``; the median after
+    10 and 30 steps and the band's width after 5 printed."""
+    bands = {}
+
+    def band(G, lr):
+        bands[G, lr] = bands.get((G, lr)) or learning_band(G, lr)
+        return [bands[G, lr][f] for f in LEARNING_FIELDS]
+
+    def notes(G, lr):
+        b = bands.get((G, lr)) or learning_band(G, lr)
+        return {"median at step 10": b["median"][10], "at 30": b["median"][30],
+                "10-90% width at step 5": b["high"][5] - b["low"][5]}
+
+    return line_chart(band, [LEARNING_G, LEARNING_LR], x=np.arange(LEARNING_STEPS + 1), notes=notes,
+                      ydomain=[0, 1], decimals=4,
+                      series=[f"median of {LEARNING_SEEDS} runs", "10% of runs", "90% of runs", "zero-signal share"],
+                      styles=["solid", "dotted", "dotted", "dashed"],
+                      colors=[CORRECT_COLOR, CORRECT_COLOR, CORRECT_COLOR, PALETTE["grey"]],
+                      xlabel="step", ylabel="π(5); share of groups",
+                      headline="a larger G narrows the band; a larger lr learns sooner")
