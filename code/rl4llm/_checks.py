@@ -195,10 +195,13 @@ def same_shapes(*names: str):
 def eps_pair(eps_low, eps_high, name_low: str = "eps_low", name_high: str = "eps_high") -> tuple[float, float]:
     """PPO's clip range [1 - eps_low, 1 + eps_high] (chapter 11): each width in (0, 1); ``eps_high=None``
     is ``eps_low`` (a symmetric clip; DAPO's clip-higher sets it larger)."""
-    low = real_in_range(eps_low, name_low, 0.0, 1.0, low_open=True, high_open=True)
-    high = low if eps_high is None else real_in_range(eps_high, name_high, 0.0, 1.0, low_open=True,
-                                                      high_open=True)
-    return low, high
+    low = clip_width(eps_low, name_low)
+    return low, low if eps_high is None else clip_width(eps_high, name_high)
+
+
+def clip_width(eps, name: str = "eps") -> float:
+    """Rule: one width of PPO's clip range, in (0, 1)."""
+    return real_in_range(eps, name, 0.0, 1.0, low_open=True, high_open=True)
 
 
 def clip_range(low: str = "eps_low", high: str = "eps_high"):

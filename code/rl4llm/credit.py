@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, finite_real, integer_at_least, real_in_range, same_shape
+from ._checks import as_float_array, at_least, checked, finite_real, in_range, same_shapes
 
 
 #: Chapter 12's made-up three-step episode: nothing until a win at the end...
@@ -17,37 +17,34 @@ EXAMPLE_REWARDS = np.array([0.0, 0.0, 1.0])
 EXAMPLE_VALUES = np.array([0.5, 0.6, 0.7])
 
 
-def _episode(rewards, values=None):
-    r = as_float_array(rewards, "rewards")
+def _episode(rewards, name):
+    r = as_float_array(rewards, name)
     if r.ndim != 1:
-        raise ValueError(f"rewards must be a 1-D array (one reward per step), got shape {r.shape}")
-    if values is None:
-        return r, None
-    v = as_float_array(values, "values")
-    same_shape(r, v, "rewards", "values")
-    return r, v
+        raise ValueError(f"{name} must be a 1-D array (one reward per step), got shape {r.shape}")
+    return r
 
 
-def _gamma(gamma) -> float:
-    return real_in_range(gamma, "gamma", 0.0, 1.0, low_open=True)
+#: An episode's rewards (and its critic's values, one per step), the discount and the value after it.
+_EPISODE = {"rewards": _episode, "values": as_float_array, "gamma": in_range(0.0, 1.0, low_open=True),
+            "last_value": finite_real}
 
 
+@checked(rewards=_episode, gamma=_EPISODE["gamma"], last_value=finite_real)
 def discounted_returns(rewards, gamma: float = 1.0, last_value: float = 0.0) -> np.ndarray:
     """G_t = sum_{l >= 0} gamma^l r_{t+l} + gamma^(T-t) last_value: the return from each step (chapter 12).
 
     Computed backwards, G_t = r_t + gamma G_{t+1} with G_T = ``last_value``. G_t - V(s_t) is the
     Monte Carlo advantage: honest, but it carries all the luck of the steps after t.
     """
-    r, _ = _episode(rewards)
-    gamma = _gamma(gamma)
-    out = np.empty_like(r)
-    running = finite_real(last_value, "last_value")
-    for t in range(r.size - 1, -1, -1):
-        running = r[t] + gamma * running
+    out = np.empty_like(rewards)
+    running = last_value
+    for t in range(rewards.size - 1, -1, -1):
+        running = rewards[t] + gamma * running
         out[t] = running
     return out
 
 
+@checked(same_shapes("rewards", "values"), **_EPISODE)
 def td_errors(rewards, values, gamma: float = 1.0,
               last_value: float = 0.0) -> np.ndarray:
     """delta_t = r_t + gamma V(s_{t+1}) - V(s_t), V(s_T) = ``last_value`` (chapter 12).
@@ -56,13 +53,11 @@ def td_errors(rewards, values, gamma: float = 1.0,
     For rewards (0, 0, 1), V = (0.5, 0.6, 0.7), gamma = 1:
     delta = (0.1, 0.1, 0.3).
     """
-    r, v = _episode(rewards, values)            # 1-D, one value per step
-    gamma = _gamma(gamma)                       # in (0, 1]
-    last_value = finite_real(last_value, "last_value")
-    next_v = np.append(v[1:], last_value)       # V(s_1), ..., V(s_{T-1}), V(s_T)
-    return r + gamma * next_v - v
+    next_values = np.append(values[1:], last_value)       # V(s_1), ..., V(s_{T-1}), V(s_T)
+    return rewards + gamma * next_values - values
 
 
+@checked(same_shapes("rewards", "values"), lam=in_range(0.0, 1.0), **_EPISODE)
 def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0,
         last_value: float = 0.0) -> np.ndarray:
     """Generalised advantage estimation (chapter 12):
@@ -74,8 +69,7 @@ def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0,
     lambda = 1 telescopes to G_t - V(s_t) (the Monte Carlo advantage: unbiased,
     noisy). The last step is delta_{T-1} for every lambda.
     """
-    delta = td_errors(rewards, values, gamma, last_value)     # checks gamma too
-    lam = real_in_range(lam, "lam", 0.0, 1.0)
+    delta = td_errors(rewards, values, gamma, last_value)
     decay = gamma * lam
     out = np.empty_like(delta)
     running = 0.0
@@ -85,6 +79,14 @@ def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0,
     return out
 
 
+def _lambdas(lams, name):
+    lams = as_float_array(lams, name)
+    if lams.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D list of lambdas in [0, 1], got shape {lams.shape}")
+    return lams
+
+
+@checked(same_shapes("rewards", "values"), lams=_lambdas, **_EPISODE)
 def advantage_table(rewards, values, gamma: float = 1.0, lams=(0.0, 0.5, 1.0),
                     last_value: float = 0.0) -> dict:
     """Everything chapter 12's table shows, for one episode (the lambda and gamma sliders).
@@ -92,10 +94,7 @@ def advantage_table(rewards, values, gamma: float = 1.0, lams=(0.0, 0.5, 1.0),
     ``delta`` (T,): the TD errors; ``returns`` (T,): G_t; ``monte_carlo`` (T,): G_t - V(s_t);
     ``lams`` (L,) and ``advantages`` (L, T): row j is ``gae`` at lambda = lams[j].
     """
-    _, v = _episode(rewards, values)
-    lams = as_float_array(lams, "lams")
-    if lams.ndim != 1:
-        raise ValueError(f"lams must be a 1-D list of lambdas in [0, 1], got shape {lams.shape}")
+    v = values
     returns = discounted_returns(rewards, gamma, last_value)
     return {
         "delta": td_errors(rewards, values, gamma, last_value),
@@ -106,12 +105,11 @@ def advantage_table(rewards, values, gamma: float = 1.0, lams=(0.0, 0.5, 1.0),
     }
 
 
+@checked(reward=finite_real, baseline=finite_real, length=at_least(1))
 def group_baseline_advantages(reward: float, baseline: float, length: int) -> np.ndarray:
     """GRPO's flat credit: every one of the ``length`` tokens gets the same advantage r - b (chapter 12).
 
     No critic: the per-state V(s_t) is replaced by one per-prompt baseline b (the group's mean
     reward), so the advantage no longer varies along the sequence.
     """
-    reward = finite_real(reward, "reward")
-    baseline = finite_real(baseline, "baseline")
-    return np.full(integer_at_least(length, "length", 1), reward - baseline)
+    return np.full(length, reward - baseline)

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, finite_real, integer_at_least, logits_array, logits_vector,
+from ._checks import (as_float_array, at_least, checked, finite_real, integer_at_least, logits_array, logits_vector,
                       probability_array, real_in_range, sample_indices)
 from .distributions import softmax
 
@@ -252,6 +252,13 @@ def _total_variance(z: np.ndarray, r: np.ndarray, baselines: np.ndarray) -> np.n
     return np.maximum(second_moment - grad @ grad, 0.0)
 
 
+def _one_reward_per_answer(args):
+    z, r = args["logits"], args["rewards"]
+    if r.shape != z.shape:
+        raise ValueError(f"rewards must be a 1-D vector of length {z.size} (one per answer), got shape {r.shape}")
+
+
+@checked(_one_reward_per_answer, logits=logits_vector, rewards=as_float_array, baseline=finite_real, G=at_least(1))
 def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> float:
     """Total variance of the mean of G iid estimates (r(y) - b) g(y), y ~ pi (ch. 8).
 
@@ -263,17 +270,8 @@ def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> fl
 
     The mean, grad J, does not depend on b; the variance does.
     """
-    z = logits_vector(logits)
-    r = as_float_array(rewards, "rewards")
-    b = finite_real(baseline, "baseline")
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z.size} (one per answer), "
-                         f"got shape {r.shape}")
-    G = integer_at_least(G, "G", 1)
-    pi = softmax(z)
-    score_sq = 1.0 - 2.0 * pi + pi @ pi                 # |g(y)|^2 for every answer y
-    grad_J = pi * (r - pi @ r)
-    second_moment = pi @ ((r - b) ** 2 * score_sq)      # E|X|^2
+    pi, score_sq, grad_J = _variance_terms(logits, rewards)     # pi, |g(y)|^2 for every y, grad J
+    second_moment = pi @ ((rewards - baseline) ** 2 * score_sq)  # E|X|^2
     return float(max(second_moment - grad_J @ grad_J, 0.0)) / G
 
 

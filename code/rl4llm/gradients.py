@@ -7,62 +7,64 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, finite_real, index_in_range, logits_vector, same_shape
+from ._checks import checked, finite_real, index_in_range, logits_vector, reward_array, same_shapes
 from .distributions import onehot, softmax
 
 
+def index_into(index: str, vector: str = "logits"):
+    """Relation: the argument ``index`` is an integer index into the (checked) vector ``vector``."""
+    def relation(args):
+        args[index] = index_in_range(args[index], index, args[vector].size)
+    return relation
+
+
+@checked(index_into("target"), logits=logits_vector)
 def sft_gradient(logits, target: int) -> np.ndarray:
     """d/dz of the SFT loss -ln softmax(z)[target] = pi - onehot(target) (chapter 4).
 
     "Predicted minus true": the target's entry is pi(target) - 1 < 0, every other
     entry pi_i > 0.
     """
-    z = logits_vector(logits)
-    target = index_in_range(target, "target", z.size)
-    return softmax(z) - onehot(target, z.size)
+    return softmax(logits) - onehot(target, logits.size)
 
 
+@checked(logits=logits_vector, lr=finite_real)
 def sft_step(logits, target: int, lr: float) -> np.ndarray:
     """One SFT gradient-descent step on the logits (chapter 4):
     z - lr (pi - onehot(target))."""
-    lr = finite_real(lr, "lr")
-    z = logits_vector(logits)
-    return z - lr * sft_gradient(z, target)
+    return logits - lr * sft_gradient(logits, target)
 
 
+@checked(index_into("y"), logits=logits_vector)
 def score(logits, y: int) -> np.ndarray:
     """The score function grad_z ln softmax(z)[y] = onehot(y) - pi (chapter 7).
 
     The ascent direction on ln pi(y); it is minus the SFT gradient for target y.
     """
-    z = logits_vector(logits)
-    return onehot(index_in_range(y, "y", z.size), z.size) - softmax(z)
+    return onehot(y, logits.size) - softmax(logits)
 
 
-def _rewards_for(z: np.ndarray, rewards) -> np.ndarray:
-    r = as_float_array(rewards, "rewards")
-    same_shape(z, r, "logits", "rewards")
-    return r
+#: The checks of a policy's logits and one reward per answer.
+_POLICY_AND_REWARDS = {"logits": logits_vector, "rewards": reward_array}
 
 
+@checked(same_shapes("logits", "rewards"), **_POLICY_AND_REWARDS)
 def expected_reward(logits, rewards) -> float:
     """J = sum_y pi(y) r(y) (chapter 6). On the toy, J = pi(5) = 0.2."""
-    z = logits_vector(logits)
-    return float(softmax(z) @ _rewards_for(z, rewards))
+    return float(softmax(logits) @ rewards)
 
 
+@checked(same_shapes("logits", "rewards"), **_POLICY_AND_REWARDS)
 def policy_gradient(logits, rewards) -> np.ndarray:
     """The exact gradient grad_z J = E_y[r(y) score(y)] = pi * (r - J) (chapter 7).
 
     Its entries sum to zero, because adding a constant to every logit leaves pi, hence J, unchanged.
     """
-    z = logits_vector(logits)
-    r = _rewards_for(z, rewards)
-    pi = softmax(z)
-    return pi * (r - pi @ r)
+    pi = softmax(logits)
+    return pi * (rewards - pi @ rewards)
 
 
+@checked(logits=logits_vector, lr=finite_real)
 def policy_gradient_step(logits, rewards, lr: float) -> np.ndarray:
     """One exact gradient-ASCENT step on J: z + lr * pi * (r - J) (chapter 7)."""
-    lr = finite_real(lr, "lr")
-    return logits_vector(logits) + lr * policy_gradient(logits, rewards)
+    return logits + lr * policy_gradient(logits, rewards)

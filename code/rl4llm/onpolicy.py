@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, finite_real, index_in_range, integer_at_least, logits_array,
+from ._checks import (as_float_array, at_least, checked, finite_real, index_in_range, integer_at_least, logits_array,
                       logits_vector)
 from .distributions import onehot, softmax
 from .estimators import group_gradient_from_policy, inverse_cdf
@@ -23,12 +23,19 @@ def _loop_inputs(logits, rewards, G, lr, steps, seed) -> tuple:
     """The checked inputs of the toy's on-policy loop (every bad one a ValueError)."""
     z = logits_vector(logits)
     r = as_float_array(rewards, "rewards")
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z.size}, got shape {r.shape}")
+    _one_reward_per_answer({"logits": z, "rewards": r})
     return (z, r, integer_at_least(G, "G", 1), finite_real(lr, "lr"), integer_at_least(steps, "steps", 0),
             integer_at_least(seed, "seed", 0))
 
 
+def _one_reward_per_answer(args):
+    z, r = args["logits"], args["rewards"]
+    if r.shape != z.shape:
+        raise ValueError(f"rewards must be a 1-D vector of length {z.size}, got shape {r.shape}")
+
+
+@checked(_one_reward_per_answer, logits=logits_vector, rewards=as_float_array, G=at_least(1), lr=finite_real,
+         steps=at_least(0), seed=at_least(0))
 def on_policy_loop_plain(logits, rewards, G: int, lr: float, steps: int,
                          seed: int = 0) -> np.ndarray:
     """The on-policy loop written plainly, one sample at a time (chapter 9).
@@ -40,9 +47,8 @@ def on_policy_loop_plain(logits, rewards, G: int, lr: float, steps: int,
     ``on_policy_loop(..., seed)``, so it gives the same run: the reference that the
     vectorised ``on_policy_runs`` is tested against.
     """
-    z, r, G, lr, steps, seed = _loop_inputs(logits, rewards, G, lr, steps, seed)
+    z, r, K = logits, rewards, logits.size
     rng = np.random.default_rng(seed)
-    K = z.size
     trajectory = [z]
     for _ in range(steps):
         pi = softmax(z)

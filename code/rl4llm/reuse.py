@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_float_array, eps_pair, index_in_range, integer_at_least, logits_vector, positive_real,
-                      probability_array, real_in_range, same_shape, sample_indices)
+from ._checks import (as_float_array, at_least, checked, clip_range, clip_width, in_range, index_in_range,
+                      integer_at_least, logits_vector, positive_real, probability_array, same_shape, same_shapes,
+                      sample_indices)
 from .distributions import kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
 from .toy import CORRECT, LOGITS, REWARDS
@@ -27,6 +28,7 @@ def _out(x: np.ndarray):
 
 
 # --------------------------------------------------------------------------- importance sampling
+@checked(same_shapes("new_logits", "old_logits"), new_logits=as_float_array, old_logits=as_float_array)
 def importance_ratios(new_logits, old_logits) -> np.ndarray:
     """rho(y) = pi_new(y) / pi_old(y) for every answer y (chapter 10).
 
@@ -36,10 +38,7 @@ def importance_ratios(new_logits, old_logits) -> np.ndarray:
     the new one. Computed as exp(ln pi_new - ln pi_old), so it never divides by
     an underflowed probability.
     """
-    new = as_float_array(new_logits, "new_logits")
-    old = as_float_array(old_logits, "old_logits")
-    same_shape(new, old, "new_logits", "old_logits")
-    return np.exp(log_softmax(new) - log_softmax(old))
+    return np.exp(log_softmax(new_logits) - log_softmax(old_logits))
 
 
 def importance_weighted_variance(p_target, p_sample, rewards):
@@ -237,6 +236,8 @@ def conjugate_gradient(matrix, b, iters: int = 10, tol: float = 1e-10) -> np.nda
     return x
 
 
+@checked(same_shapes("logits", "gradient"), logits=logits_vector, gradient=as_float_array, delta=positive_real,
+         backtrack=in_range(0.0, 1.0, low_open=True, high_open=True), max_backtracks=at_least(0))
 def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
                       max_backtracks: int = 10) -> dict:
     """One TRPO step on a tabular softmax policy (chapter 11).
@@ -256,12 +257,7 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
     Returns the new logits, the exact KL, the step fraction kept and the
     backtracks used (fraction 0 and the old logits if no step met the bound).
     """
-    z = logits_vector(logits, "logits")
-    g = as_float_array(gradient, "gradient")
-    same_shape(z, g, "logits", "gradient")
-    delta = positive_real(delta, "delta")
-    backtrack = real_in_range(backtrack, "backtrack", 0.0, 1.0, low_open=True, high_open=True)
-    max_backtracks = integer_at_least(max_backtracks, "max_backtracks", 0)
+    z, g = logits, gradient
     F = fisher_matrix(z)
     s = conjugate_gradient(F, g - g.mean(), iters=z.size)     # s = F^+ g
     curvature = float(s @ F @ s)
@@ -280,15 +276,22 @@ def trust_region_step(logits, gradient, delta: float, backtrack: float = 0.8,
 
 
 # --------------------------------------------------------------------------- PPO's clip
-def _ratio_advantage(ratio, advantage):
-    rho = as_float_array(ratio, "ratio", ndim_min=0)
-    A = as_float_array(advantage, "advantage", ndim_min=0)
-    same_shape(rho, A, "ratio", "advantage")
+def _ratio(ratio, name):
+    rho = as_float_array(ratio, name, ndim_min=0)
     if np.any(rho < 0):
-        raise ValueError(f"ratio must be >= 0 (a ratio of probabilities), got {ratio!r}")
-    return rho, A
+        raise ValueError(f"{name} must be >= 0 (a ratio of probabilities), got {ratio!r}")
+    return rho
 
 
+def _advantage(advantage, name):
+    return as_float_array(advantage, name, ndim_min=0)
+
+
+#: PPO's clip: a ratio and an advantage of one shape, and a clip range.
+_CLIP = {"ratio": _ratio, "advantage": _advantage}
+
+
+@checked(same_shapes("ratio", "advantage"), clip_range("eps", "eps_high"), **_CLIP)
 def clipped_objective(ratio, advantage, eps, eps_high=None):
     """PPO's clipped surrogate, elementwise (chapter 11), to be maximised:
 
@@ -299,11 +302,11 @@ def clipped_objective(ratio, advantage, eps, eps_high=None):
     rho = 0.5 (capped) and -0.40 at rho = 2 (not capped). Scalars in, float
     out; arrays in, array out.
     """
-    rho, A = _ratio_advantage(ratio, advantage)
-    low, high = eps_pair(eps, eps_high, "eps")
-    return _out(np.minimum(rho * A, np.clip(rho, 1.0 - low, 1.0 + high) * A))
+    rho, A = ratio, advantage
+    return _out(np.minimum(rho * A, np.clip(rho, 1.0 - eps, 1.0 + eps_high) * A))
 
 
+@checked(same_shapes("ratio", "advantage"), clip_range(), **_CLIP)
 def clip_binds(ratio, advantage, eps_low, eps_high=None) -> np.ndarray:
     """Where the clip is the active term of the min, so the gradient is 0 (chapter 11).
 
@@ -311,8 +314,7 @@ def clip_binds(ratio, advantage, eps_low, eps_high=None) -> np.ndarray:
     enough), or rho < 1 - eps_low with A < 0 (a bad answer already pushed down
     enough). Never on the side that corrects the ratio back toward 1.
     """
-    rho, A = _ratio_advantage(ratio, advantage)
-    return clip_binds_mask(rho, A, *eps_pair(eps_low, eps_high))
+    return clip_binds_mask(ratio, advantage, eps_low, eps_high)
 
 
 def clip_binds_mask(rho, A, low: float, high: float):
@@ -321,6 +323,7 @@ def clip_binds_mask(rho, A, low: float, high: float):
     return ((rho > 1.0 + high) & (A > 0)) | ((rho < 1.0 - low) & (A < 0))
 
 
+@checked(same_shapes("ratio", "advantage"), clip_range("eps", "eps_high"), **_CLIP)
 def clipped_objective_grad(ratio, advantage, eps, eps_high=None):
     """d/d rho of ``clipped_objective`` (chapter 11).
 
@@ -328,8 +331,7 @@ def clipped_objective_grad(ratio, advantage, eps, eps_high=None):
     band's edge (rho = 1 +- eps exactly) both terms agree and the value is A,
     the derivative from inside the band.
     """
-    rho, A = _ratio_advantage(ratio, advantage)
-    return _out(np.where(clip_binds_mask(rho, A, *eps_pair(eps, eps_high, "eps")), 0.0, A))
+    return _out(np.where(clip_binds_mask(ratio, advantage, eps, eps_high), 0.0, advantage))
 
 
 def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
@@ -344,28 +346,32 @@ def clip_fraction(ratio, advantage, eps_low, eps_high=None) -> float:
 
 
 # --------------------------------------------------------------------------- the toy group surrogate
-def _group(logits, old_logits, samples, advantages):
-    z = logits_vector(logits, "logits")
-    z_old = logits_vector(old_logits, "old_logits")
-    same_shape(z, z_old, "logits", "old_logits")
-    ys = sample_indices(samples, z.size)
+def _group(args):
+    """Relation: a group of G answer indices into the logits, one advantage each."""
+    z = args["logits"]
+    if "old_logits" in args:
+        same_shape(z, args["old_logits"], "logits", "old_logits")
+    ys = args["samples"] = sample_indices(args["samples"], z.size)
     if ys.ndim != 1:
         raise ValueError(f"samples must be a 1-D array of G answer indices, got shape {ys.shape}")
-    A = as_float_array(advantages, "advantages")
-    same_shape(ys, A, "samples", "advantages")
-    return z, z_old, ys, A
+    same_shape(ys, args["advantages"], "samples", "advantages")
 
 
+#: A toy group: the policy's logits (and the old policy's), its answers and their advantages.
+_GROUP = {"logits": logits_vector, "old_logits": logits_vector, "advantages": as_float_array}
+
+
+@checked(_group, clip_range(), **_GROUP)
 def clipped_surrogate(logits, old_logits, samples, advantages, eps_low, eps_high=None) -> float:
     """The group surrogate L(z) = (1/G) sum_i min(rho_i A_i, clip(rho_i, 1 - eps_low, 1 + eps_high) A_i).
 
     rho_i = pi(y_i) / pi_old(y_i) with pi = softmax(logits), pi_old = softmax(old_logits) (chapter 11).
     """
-    z, z_old, ys, A = _group(logits, old_logits, samples, advantages)
-    rho = importance_ratios(z, z_old)[ys]
-    return float(np.mean(clipped_objective(rho, A, eps_low, eps_high)))
+    rho = importance_ratios(logits, old_logits)[samples]
+    return float(np.mean(clipped_objective(rho, advantages, eps_low, eps_high)))
 
 
+@checked(_group, clip_range(), **_GROUP)
 def clipped_surrogate_gradient(logits, old_logits, samples, advantages, eps_low,
                                eps_high=None) -> np.ndarray:
     """grad_z of ``clipped_surrogate`` for a tabular softmax policy (chapter 11).
@@ -380,9 +386,7 @@ def clipped_surrogate_gradient(logits, old_logits, samples, advantages, eps_low,
     z = z_old every rho_i = 1, nothing binds, and this is the REINFORCE
     gradient (1/G) sum_i A_i score(y_i).
     """
-    z, z_old, ys, A = _group(logits, old_logits, samples, advantages)
-    eps_low, eps_high = eps_pair(eps_low, eps_high)
-    return _surrogate_gradient(z, log_softmax(z_old), ys, A, eps_low, eps_high)
+    return _surrogate_gradient(logits, log_softmax(old_logits), samples, advantages, eps_low, eps_high)
 
 
 def _surrogate_gradient(z, old_logp, ys, A, eps_low, eps_high) -> np.ndarray:
@@ -397,6 +401,7 @@ def _surrogate_gradient(z, old_logp, ys, A, eps_low, eps_high) -> np.ndarray:
     return weight @ scores / ys.size
 
 
+@checked(_group, logits=logits_vector, advantages=as_float_array, eps=clip_width, lr=positive_real, K=at_least(1))
 def ppo_inner_steps(logits, samples, advantages, eps: float, lr: float, K: int) -> dict:
     """K clipped gradient-ascent steps on ONE fixed group, from frozen old logits (chapter 11).
 
@@ -409,10 +414,7 @@ def ppo_inner_steps(logits, samples, advantages, eps: float, lr: float, K: int) 
     - ``clip_fraction`` (K+1,): share of the group where the clip binds at z_k;
     - ``surrogate`` (K+1,): L(z_k).
     """
-    z_old, _, ys, A = _group(logits, logits, samples, advantages)
-    lr = positive_real(lr, "lr")
-    K = integer_at_least(K, "K", 1)
-    low, high = eps_pair(eps, None, "eps")
+    z_old, ys, A, low, high = logits, samples, advantages, eps, eps
     old_logp = log_softmax(z_old)
     path = [z_old]
     for _ in range(K):
