@@ -57,6 +57,7 @@ _LAZY = {
     "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
     "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),
+    "length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -50,12 +50,15 @@ _EPS = 1e-8
 @dataclass(frozen=True)
 class Task:
     """Answers with ``probs`` P(a), ``rewards`` r(a), ``lengths`` |a| (tokens), ``scores`` g(a) (one row
-    per answer, one column per logit) and the exact ``gradient`` sum_a P(a) r(a) g(a)."""
+    per answer, one column per logit) and the exact ``gradient`` sum_a P(a) r(a) g(a). ``kept`` (default:
+    every answer) marks the answers whose tokens the loss keeps: an answer not kept still counts in its
+    group's advantages, but its tokens are masked (DAPO's overlong filtering, ``length_drift``)."""
     answers: tuple
     probs: np.ndarray
     rewards: np.ndarray
     lengths: np.ndarray
     scores: np.ndarray
+    kept: np.ndarray | None = None
 
     @property
     def gradient(self) -> np.ndarray:
@@ -140,21 +143,25 @@ def token_weights(advantage_values: np.ndarray, lengths: np.ndarray, loss_type: 
                   max_completion_length: int) -> np.ndarray:
     """L_max times the weight -d loss / d logp that ``grpo_loss`` gives every token of answer i at rho = 1
     (validated inputs, groups shaped (..., G)): A_i L_max / (G |a_i|) for ``grpo``, A_i L_max / sum_j |a_j|
-    for ``bnpo``/``dapo``, A_i / G for ``dr_grpo``. ``tests/test_estimator_bias.py`` checks it against
+    for ``bnpo``/``dapo``, A_i / G for ``dr_grpo``. ``lengths`` are the unmasked token counts: an answer
+    of length 0 (all its tokens masked) gets weight 0, and a group with no token left gets 0 everywhere
+    (``grpo_loss`` clamps its normalisers at 1). ``tests/test_estimator_bias.py`` checks it against
     autograd through ``grpo_loss``."""
     G = lengths.shape[-1]
     if loss_type == "grpo":
-        return advantage_values * max_completion_length / (G * lengths)
+        return np.where(lengths > 0, advantage_values * max_completion_length / (G * np.maximum(lengths, 1)), 0.0)
     if loss_type in ("bnpo", "dapo"):
-        return advantage_values * max_completion_length / lengths.sum(axis=-1, keepdims=True)
-    return advantage_values / G
+        tokens = np.maximum(lengths.sum(axis=-1, keepdims=True), 1)
+        return np.where(lengths > 0, advantage_values * max_completion_length / tokens, 0.0)
+    return np.where(lengths > 0, advantage_values / G, 0.0)
 
 
 def group_estimates(task: Task, samples: np.ndarray, advantage: str, loss_type: str,
                     max_completion_length: int) -> np.ndarray:
     """X for every group of answer indices ``samples`` (..., G): sum_i w_i g(a_i), shape (..., n_logits)."""
     r, lengths = task.rewards[samples], task.lengths[samples]
-    w = token_weights(advantages(r, lengths, advantage), lengths, loss_type, max_completion_length)
+    kept = lengths if task.kept is None else lengths * task.kept[samples]
+    w = token_weights(advantages(r, lengths, advantage), kept, loss_type, max_completion_length)
     return np.einsum("...g,...gk->...k", w, task.scores[samples])
 
 
