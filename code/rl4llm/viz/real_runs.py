@@ -20,11 +20,11 @@ RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "link_bandwidth"
 
 GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
 STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 0, fmt="d")
-GROUP = Slider("G", "G", 2, 32, 2, 8, fmt="d")
+GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
 MODEL_SIZE = Slider("billions", "billions of parameters", 1, 49, 2, 7, fmt="d")
 GROUPS = np.arange(2, 66, 2)
-ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 2, 14, 1, 8, fmt="d")
+ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 1, 15, 1, 8, fmt="d")
 STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
 
 
