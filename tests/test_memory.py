@@ -114,7 +114,7 @@ def test_activations_follow_korthikanti_et_al():
 @pytest.mark.parametrize("kwargs, named", [
     ({"n_params": 0}, "n_params"), ({"n_params": -1e9}, "n_params"), ({"n_params": float("nan")}, "n_params"),
     ({"weights": "int3"}, "weights"), ({"optimizer": "adam"}, "optimizer"), ({"sharding": "zero4"}, "sharding"),
-    ({"gradients": 2}, "gradients"), ({"reference": 1}, "reference"), ({"master_weights": "yes"}, "master_weights"),
+    ({"gradients": 2}, "gradients"), ({"weights": ["bf16"]}, "weights"), ({"reference": 1}, "reference"), ({"master_weights": "yes"}, "master_weights"),
     ({"group_size": 0}, "group_size"), ({"prompts": -1}, "prompts"), ({"prompts": 2.5}, "prompts"),
     ({"n_gpus": 0}, "n_gpus"), ({"logits_chunk": 0}, "logits_chunk"), ({"micro_batch": 0}, "micro_batch"),
     ({"rollout_gpus": 0}, "rollout_gpus"), ({"vocab_size": True}, "vocab_size"),

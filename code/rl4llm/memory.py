@@ -70,7 +70,7 @@ QWEN25_1_5B = ModelShape("Qwen2.5-1.5B", 1.54e9, 28, 1536, 2, 128, 151936)
 
 
 def _choice(value, name: str, options) -> str:
-    if value not in options:
+    if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
     return value
 

@@ -70,7 +70,7 @@ def schedule(rollout_s, train_s, sync_s, mode, *, max_staleness=4) -> dict:
     weights that sampled a batch and the weights it trains) under ``mode`` (``SCHEDULES``)."""
     R, T = positive_real(rollout_s, "rollout_s"), positive_real(train_s, "train_s")
     S = real_in_range(sync_s, "sync_s", 0, math.inf)
-    if mode not in SCHEDULES:
+    if not isinstance(mode, str) or mode not in SCHEDULES:
         raise ValueError(f"mode must be one of {list(SCHEDULES)}, got {mode!r}")
     k = integer_at_least(max_staleness, "max_staleness", 1)
     if mode == "synchronous":
