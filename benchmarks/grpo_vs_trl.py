@@ -16,7 +16,7 @@ given for each seed, with the median and min-max over seeds. Four comparisons:
     decay over ``--max-steps``); rl4llm with the chapter's (64 x 8, lr 1e-3, ``grpo``, population
     std, flat groups dropped, linear decay over ``--max-steps``).
 (b) **the same recipe**: TRL's tuned recipe for both, translated for rl4llm by
-    ``rl4llm.trl_bridge.trl_config_kwargs`` (same prompts x G, lr, warmup and decay, ``dapo``, std
+    ``rl4llm.trl_knobs.trl_config_kwargs`` (same prompts x G, lr, warmup and decay, ``dapo``, std
     scaling, flat groups kept, fp32, torch AdamW): sampled tokens per second and seconds to 0.64. What
     still differs: TRL's std is the sample std plus 1e-4, the book's the population std plus 1e-8.
 (c) tokens per second for both over the same window, from the warm start to the target, in (a).
@@ -47,7 +47,8 @@ from rl4llm.evaluation import greedy_accuracy
 from rl4llm.model import from_gpt2
 from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
 from rl4llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
-from rl4llm.trl_bridge import trl_config_kwargs, trl_grpo_trainer
+from rl4llm.trl_knobs import trl_config_kwargs
+from rl4llm.trl_run import trl_grpo_trainer
 from rl4llm.warmstart import warm_start
 
 TARGET = 0.64
@@ -162,7 +163,7 @@ def profile_rl4llm(warm, task, config: GRPOConfig, steps: int) -> dict:
 
 # ---- TRL -----------------------------------------------------------------------------------------
 def trl_trainer(warm, task, trl_kwargs: dict, counter: dict, callbacks: list, workdir: str):
-    """TRL's GRPOTrainer on the task from the warm start (rl4llm.trl_bridge), logging off."""
+    """TRL's GRPOTrainer on the task from the warm start (rl4llm.trl_run), logging off."""
     return trl_grpo_trainer(warm.model, task, trl_kwargs, output_dir=workdir, callbacks=callbacks,
                             counter=counter, logging_steps=10_000)
 

@@ -22,7 +22,7 @@ the CPU (``--device cpu`` here, ``use_cpu=True`` in TRL), and on a machine witho
 script stops when it finds processes that did not join.
 
 The run: the shipped chapter-14 warm start, the book's recipe (``--steps``, ``--prompts-per-step``,
-...) translated by ``rl4llm.trl_bridge.trl_config_kwargs`` with the batch divided between the
+...) translated by ``rl4llm.trl_knobs.trl_config_kwargs`` with the batch divided between the
 processes, held-out greedy accuracy every ``--eval-every`` steps (main process). Written to
 ``--out``: ``metrics.json`` (main process: TRL's log lines, the accuracy curve, the launch) and
 ``weights_rank<r>.json`` (every process: a SHA-256 of its weights after each update; data
@@ -95,7 +95,7 @@ def weight_log():
 def check_normalisation(warm_model, state, path: Path) -> None:
     """TRL's loss and DDP's all-reduced gradient of one fixed batch split over the processes.
 
-    The batch is ``rl4llm.trl_bridge.loss_batch`` (2 prompts x G = 4, seed 0), the same on every
+    The batch is ``rl4llm.trl_parity.loss_batch`` (2 prompts x G = 4, seed 0), the same on every
     process; process p takes the p-th block of rows, as TRL does, with ``num_items_in_batch``
     gathered from every process, as TRL's sampling step does. The model is wrapped by TRL's own
     accelerator (DistributedDataParallel when there are several processes), so ``backward`` runs
@@ -103,7 +103,8 @@ def check_normalisation(warm_model, state, path: Path) -> None:
     """
     from rl4llm.data_parallel import shard_slices
     from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_bridge import _quiet, book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+    from rl4llm.hf_plumbing import quiet
+    from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 
     config = GRPOConfig(prompts_per_step=2, group_size=4, eps_low=0.2, eps_high=0.28, beta=0.04,
                         temperature=0.7, device="cpu")
@@ -111,7 +112,7 @@ def check_normalisation(warm_model, state, path: Path) -> None:
     rows = shard_slices(batch.mask.shape[0], state.num_processes)[state.process_index]
     out = {"losses": {}, "grads": {}, "num_processes": state.num_processes}
     shared = path.parent / "normalisation_trainer"     # one directory for every process: rank 0 writes
-    with _quiet():
+    with quiet():
         trainer = trl_loss_trainer(warm_model, batch, config, shared, num_processes=state.num_processes)
         wrapped = trainer.accelerator.prepare(trainer.model)
         n_items = trainer.accelerator.gather(batch.mask[rows].sum()[None]).sum()
@@ -142,7 +143,9 @@ def main(argv=None):
 
     from rl4llm.tasks import AdditionTask
     from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_bridge import _quiet, accuracy_clock, trl_config_kwargs, trl_grpo_trainer
+    from rl4llm.hf_plumbing import quiet
+    from rl4llm.trl_knobs import trl_config_kwargs
+    from rl4llm.trl_run import AccuracyClock, trl_grpo_trainer
     from rl4llm.warmstart import warm_start
 
     out = Path(args.out)
@@ -158,9 +161,9 @@ def main(argv=None):
     kwargs = trl_config_kwargs(config, num_processes=state.num_processes)
     if args.device == "cpu":
         kwargs["use_cpu"] = True
-    clock, weights = accuracy_clock(task, args.eval_every), weight_log()
+    clock, weights = AccuracyClock(task, args.eval_every), weight_log()
     start = time.perf_counter()
-    with _quiet(), tempfile.TemporaryDirectory() as workdir:
+    with quiet(), tempfile.TemporaryDirectory() as workdir:
         trainer = trl_grpo_trainer(warm.model, task, kwargs, output_dir=workdir, callbacks=[clock, weights])
         trainer.train()
     wall = time.perf_counter() - start

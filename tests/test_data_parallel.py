@@ -121,7 +121,7 @@ def test_shard_slices_and_bad_inputs():
 def test_normalisation_table_on_the_chapter_batch():
     """The chapter's float64 table: only bnpo moves, by the ratio the closed form gives."""
     from rl4llm.model import completion_logprobs
-    from rl4llm.trl_bridge import loss_batch
+    from rl4llm.trl_parity import loss_batch
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())
@@ -148,7 +148,7 @@ def test_normalisation_table_on_the_chapter_batch():
 
 def test_solution_four_processes():
     """Exercise ex-ch15-four-processes: with 4 processes of 2 rows, only bnpo moves."""
-    from rl4llm.trl_bridge import loss_batch
+    from rl4llm.trl_parity import loss_batch
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())

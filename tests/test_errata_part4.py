@@ -18,7 +18,7 @@ from rl4llm.grpo import group_advantages
 from rl4llm.model import GPT
 from rl4llm.tasks import AdditionTask
 from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter14_config
-from rl4llm.trl_bridge import _TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
+from rl4llm.trl_knobs import TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
 from rl4llm.viz.part4 import moving_median
 from rl4llm.warmstart import warm_start
 
@@ -56,7 +56,7 @@ def test_the_trl_advantage_trainer_changes_the_advantages_and_nothing_else(warm)
     """Same prompts and samples as the book's trainer; advantages are TRL's, sqrt(7/8) of the book's
     in every mixed group of eight 0/1 rewards (the eps terms aside)."""
     config = GRPOConfig(prompts_per_step=16, steps=1, device="cpu", drop_zero_variance=True)
-    ours, theirs = GRPOTrainer(warm.model, TASK, config).rollout(), _TRLAdvantageTrainer(warm.model, TASK, config).rollout()
+    ours, theirs = GRPOTrainer(warm.model, TASK, config).rollout(), TRLAdvantageTrainer(warm.model, TASK, config).rollout()
     assert torch.equal(ours.tokens, theirs.tokens) and torch.equal(ours.keep, theirs.keep)
     expected = group_advantages(ours.rewards.numpy(), ddof=1, eps=1e-4).reshape(-1)[ours.keep.numpy()]
     np.testing.assert_allclose(theirs.advantages.numpy(), expected, rtol=1e-6, atol=1e-7)
@@ -77,7 +77,7 @@ def test_without_adam_the_steps_would_be_shorter_by_the_advantage_ratio(warm):
     with the gradient, so one step with TRL's advantages is sqrt(7/8) of the book's, to rounding."""
     config = GRPOConfig(prompts_per_step=16, steps=1, warmup_steps=0, grad_clip=1e9, device="cpu")
     steps = {}
-    for name, cls in (("book", GRPOTrainer), ("trl", _TRLAdvantageTrainer)):
+    for name, cls in (("book", GRPOTrainer), ("trl", TRLAdvantageTrainer)):
         trainer = cls(warm.model, TASK, config)
         trainer.optimizer = torch.optim.SGD(trainer.policy.parameters(), lr=1e-3)
         trainer.scheduler = torch.optim.lr_scheduler.LambdaLR(trainer.optimizer, lambda u: 1.0)

@@ -15,7 +15,7 @@ from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises import part4
 from rl4llm.grpo import grpo_loss
-from rl4llm.methods import run_exact_gradient
+from rl4llm.toy_methods import run_exact_gradient
 from rl4llm.statistics import seeds_needed
 from rl4llm.verifier import EOS_MARKER
 

@@ -76,7 +76,7 @@ def test_launched_all_reduce_equals_the_in_process_simulation(launched):
     from rl4llm.grpo import LOSS_TYPES, grpo_loss
     from rl4llm.model import completion_logprobs
     from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_bridge import loss_batch
+    from rl4llm.trl_parity import loss_batch
     from rl4llm.warmstart import warm_start
 
     out, _ = launched

@@ -51,7 +51,7 @@ def site(edition) -> Path:
 
 
 def _reference(name: str):
-    for module in ("rl4llm", "rl4llm.grpo", "rl4llm.data_parallel", "rl4llm.methods", "rl4llm.verifier"):
+    for module in ("rl4llm", "rl4llm.grpo", "rl4llm.data_parallel", "rl4llm.toy_methods", "rl4llm.verifier"):
         function = getattr(importlib.import_module(module), name, None)
         if inspect.isfunction(function) and function.__name__ == name:
             return function

@@ -1,4 +1,5 @@
-"""The bridge to TRL 1.16 (chapter 15): the knobs as real trl.GRPOConfig fields, the same loss and gradient."""
+"""The bridge to TRL 1.16 (chapter 15): the knobs as real trl.GRPOConfig fields (rl4llm.trl_knobs), the same
+loss and gradient (rl4llm.trl_parity), and a real TRL run (rl4llm.trl_run)."""
 import dataclasses
 import math
 import subprocess
@@ -11,8 +12,9 @@ from rl4llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
 from rl4llm.model import GPT, GPTConfig, completion_logprobs
 from rl4llm.tasks import CharTokenizer
 from rl4llm.trainer import GRPOConfig
-from rl4llm.trl_bridge import (FIXED, KNOBS, char_tokenizer_for_transformers, compare_losses, knob_table,
-                               loss_batch, trl_config_kwargs, trl_defaults, trl_policy)
+from rl4llm.hf_plumbing import char_tokenizer_for_transformers, trl_policy
+from rl4llm.trl_knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
+from rl4llm.trl_parity import compare_losses, loss_batch
 
 trl = pytest.importorskip("trl")
 
@@ -34,7 +36,10 @@ def real_trl_config(tmp_path, config, **extra):
 
 
 def test_import_rl4llm_does_not_import_trl():
-    code = "import sys, rl4llm, rl4llm.trl_bridge; print('trl' in sys.modules, 'transformers' in sys.modules)"
+    """The knob mapping and the parity harness import trl and transformers only when called; the TRL run's
+    module subclasses transformers' callback, so it imports transformers (and only it does)."""
+    code = ("import sys, rl4llm, rl4llm.trl_knobs, rl4llm.trl_parity, rl4llm.hf_plumbing; "
+            "print('trl' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -513,7 +518,7 @@ def test_trl_config_kwargs_divides_the_batch_between_processes(tmp_path):
 
 def test_completion_reward_reads_ids_up_to_the_first_eos():
     from rl4llm.tasks import AdditionTask
-    from rl4llm.trl_bridge import completion_reward
+    from rl4llm.trl_run import completion_reward
 
     task = AdditionTask(seed=0)
     tok, counter = task.tokenizer, {}
@@ -528,7 +533,7 @@ def test_completion_reward_reads_ids_up_to_the_first_eos():
 def test_train_with_trl_runs_the_task_and_measures_like_the_book(tmp_path):
     from rl4llm.evaluation import greedy_accuracy
     from rl4llm.tasks import AdditionTask
-    from rl4llm.trl_bridge import accuracy_clock, train_with_trl, trl_grpo_trainer
+    from rl4llm.trl_run import AccuracyClock, train_with_trl, trl_grpo_trainer
 
     task, m = AdditionTask(seed=0), model()
     before = [p.detach().clone() for p in m.parameters()]
@@ -542,7 +547,7 @@ def test_train_with_trl_runs_the_task_and_measures_like_the_book(tmp_path):
     assert run.sampled_tokens >= 3 * 8                                   # at least EOS for each completion
     assert all(torch.equal(p, q) for p, q in zip(before, m.parameters()))     # the given model is not changed
     with pytest.raises(ValueError, match="eval_every"):
-        accuracy_clock(task, 0)
+        AccuracyClock(task, 0)
     with pytest.raises(ValueError, match="trl_kwargs"):
         trl_grpo_trainer(m, task, [("max_steps", 1)], output_dir=str(tmp_path))
     with pytest.raises(ValueError, match="task"):

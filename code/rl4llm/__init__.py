@@ -7,7 +7,7 @@ on-policy loop (Part II) <- reuse and credit <- grpo and the toy GRPO loop (Part
 transformer's task, model, warm start and trainer (Part IV).
 
 Only the numpy modules load with the package: the names that need PyTorch (GRPO's loss, the toy GRPO
-loop, the summary's methods, the tiny GPT, its trainer, warm start and the TRL bridge) load their
+loop, the summary's methods, the tiny GPT, its trainer, warm start and the TRL modules) load their
 module on first use, so chapters 1-12 never pay for importing torch, and ``pip install rl4llm``
 without the ``torch`` extra is enough for them.
 """
@@ -46,13 +46,14 @@ _LAZY = {
     "toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
                  "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
                  "two_step_inner_steps"),
-    "methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
-                "run_reinforce_baseline", "run_sft", "run_trpo"),
+    "toy_methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
+                    "run_reinforce_baseline", "run_sft", "run_trpo"),
     "model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
     "evaluation": ("greedy_accuracy",),
     "trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
     "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
-    "trl_bridge": ("compare_losses", "knob_table", "trl_config_kwargs"),
+    "trl_knobs": ("knob_table", "trl_config_kwargs"),
+    "trl_parity": ("compare_losses",),
     # Part V: every estimator against the exact gradient, and where the KL goes (chapter 16)
     "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
     "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_float_array, at_least, checked, in_range, index_in_range, integer_at_least, logits_array,
+from ._checks import (as_float_array, at_least, checked, in_range, index_in_range, logits_array,
                       optional, positive_real, probability_array, same_shapes)
 
 #: Tolerance used when comparing cumulative probability mass to top_p (floating-point sums).

@@ -24,6 +24,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._checks import integer_at_least, real_in_range
+from .kv_cache import ConcatCache, LayerCache
+
+#: A layer's cache: :class:`~rl4llm.kv_cache.ConcatCache` or :class:`~rl4llm.kv_cache.LayerCache`.
+KVCache = ConcatCache | LayerCache
 
 
 @dataclass
@@ -42,34 +46,6 @@ class GPTConfig:
             raise ValueError(f"n_embd must be a multiple of n_head={self.n_head}, got {self.n_embd}")
 
 
-#: A layer's cached keys and values, each shaped (B, n_head, T_past, head_dim).
-KV = tuple[torch.Tensor, torch.Tensor]
-
-
-class LayerCache:
-    """One layer's keys and values in buffers preallocated for ``capacity`` positions (for sampling).
-
-    Appending a token writes into the buffers instead of concatenating, so a sampling step copies
-    only the new keys and values, not the whole cache.
-    """
-
-    def __init__(self, k: torch.Tensor, v: torch.Tensor, capacity: int):
-        B, H, T, D = k.shape
-        self.k, self.v = k.new_empty(B, H, capacity, D), v.new_empty(B, H, capacity, D)
-        self.k[:, :, :T], self.v[:, :, :T] = k, v
-        self.length = T
-
-    def extend(self, k: torch.Tensor, v: torch.Tensor) -> KV:
-        end = self.length + k.shape[2]
-        self.k[:, :, self.length:end], self.v[:, :, self.length:end] = k, v
-        self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]
-
-
-def _cached_length(past) -> int:
-    return past.length if isinstance(past, LayerCache) else past[0].shape[2]
-
-
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -77,25 +53,23 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
 
-    def forward(self, x: torch.Tensor, past: KV | LayerCache | None) -> tuple[torch.Tensor, KV | LayerCache]:
-        B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        present = past
-        if isinstance(past, LayerCache):          # new queries attend to every cached key
-            k, v = past.extend(k, v)
-        elif past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        if not isinstance(past, LayerCache):
-            present = (k, v)
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+        B, T, C = x.shape                                                  # batch, new tokens, n_embd
+        q, k, v = self.c_attn(x).split(C, dim=2)                           # (B, T, C) each
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+        if cache is None:
+            cache = ConcatCache(k, v)
+        else:                                     # new queries attend to every cached key
+            cache.extend(k, v)
+        k, v = cache.keys, cache.values                                    # (B, nh, T_past + T, hs)
         t_past = k.shape[2] - T
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))   # (B, nh, T, T_past + T)
         if T > 1:   # query i (absolute position t_past + i) may see keys 0 .. t_past + i
             allowed = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=t_past)
             att = att.masked_fill(~allowed, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v
-        y = y.transpose(1, 2).reshape(B, T, C)
-        return self.c_proj(y), present
+        y = torch.softmax(att, dim=-1) @ v                                 # (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, C)                             # heads side by side again
+        return self.c_proj(y), cache
 
 
 class MLP(nn.Module):
@@ -116,10 +90,10 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, past: KV | LayerCache | None) -> tuple[torch.Tensor, KV | LayerCache]:
-        a, present = self.attn(self.ln_1(x), past)
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+        a, cache = self.attn(self.ln_1(x), cache)
         x = x + a
-        return x + self.mlp(self.ln_2(x)), present
+        return x + self.mlp(self.ln_2(x)), cache
 
 
 class GPT(nn.Module):
@@ -148,22 +122,22 @@ class GPT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, idx: torch.Tensor, past: list | None = None) -> tuple[torch.Tensor, list]:
-        """Logits (B, T, vocab) for tokens ``idx`` (B, T) that follow the ``past`` cache, and the new cache.
+        """Logits (B, T, vocab) for tokens ``idx`` (B, T) that follow the ``past`` cache, and the cache.
 
-        ``past`` holds one entry per layer: a ``(keys, values)`` pair (extended by concatenation,
-        differentiable) or a :class:`LayerCache` (extended in place, for sampling).
+        ``past`` holds one cache per layer (:mod:`rl4llm.kv_cache`), extended in place by these tokens;
+        without it the returned caches hold these tokens' keys and values (a :class:`ConcatCache` each).
         """
-        t_past = 0 if past is None else _cached_length(past[0])
+        t_past = 0 if past is None else past[0].length
         T = idx.shape[1]
         if t_past + T > self.config.block_size:
             raise ValueError(f"sequence length must be <= block_size={self.config.block_size}, got {t_past + T}")
         pos = torch.arange(t_past, t_past + T, device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)
+        x = self.wte(idx) + self.wpe(pos)                                  # (B, T, n_embd)
         present = []
         for i, block in enumerate(self.h):
-            x, kv = block(x, None if past is None else past[i])
-            present.append(kv)
-        return F.linear(self.ln_f(x), self.wte.weight), present
+            x, cache = block(x, None if past is None else past[i])
+            present.append(cache)
+        return F.linear(self.ln_f(x), self.wte.weight), present            # (B, T, vocab)
 
 
 @dataclass
@@ -203,8 +177,8 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
     logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
     capacity = prompts.shape[1] + max_new_tokens
-    past = [LayerCache(k.repeat_interleave(group_size, dim=0), v.repeat_interleave(group_size, dim=0), capacity)
-            for k, v in past]
+    past = [LayerCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0),
+                       capacity) for c in past]                            # (N G, nh, P, hs) each
     idx = prompts.repeat_interleave(group_size, dim=0)
     B, P = idx.shape
     tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=idx.device)
@@ -255,7 +229,8 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
         if not torch.equal(tokens[:, :prompt_len], prompts.repeat_interleave(group_size, dim=0)):
             raise ValueError(f"group_size={group_size}: each run of {group_size} rows must share its prompt")
         prompt_logits, past = model(prompts)
-        past = [(k.repeat_interleave(group_size, dim=0), v.repeat_interleave(group_size, dim=0)) for k, v in past]
+        past = [ConcatCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
+                for c in past]                                             # (B, nh, P, hs) each
         logits, _ = model(tokens[:, prompt_len:-1], past)
         z = torch.cat([prompt_logits[:, -1:, :].repeat_interleave(group_size, dim=0), logits], dim=1)
     if temperature > 0:
@@ -284,7 +259,7 @@ def to_gpt2(model: GPT, *, eos_id: int | None = None, pad_id: int | None = None)
                            tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id,
                            pad_token_id=pad_id)
     hf = GPT2LMHeadModel(hf_config)
-    state = {"transformer." + name: value.t().contiguous() if _is_conv1d(name) else value
+    state = {"transformer." + name: value.t().contiguous() if is_conv1d(name) else value
              for name, value in model.state_dict().items()}
     state["lm_head.weight"] = model.wte.weight.detach().clone()
     missing, unexpected = hf.load_state_dict(state, strict=False)
@@ -303,11 +278,11 @@ def from_gpt2(hf_model) -> GPT:
     state = {}
     for name in model.state_dict():
         value = hf_state["transformer." + name].detach()
-        state[name] = value.t().contiguous() if _is_conv1d(name) else value.clone()
+        state[name] = value.t().contiguous() if is_conv1d(name) else value.clone()
     model.load_state_dict(state)
     return model.to(next(hf_model.parameters()).device)
 
 
-def _is_conv1d(name: str) -> bool:
+def is_conv1d(name: str) -> bool:
     """GPT-2 stores these linear layers as Conv1D, with the weight transposed."""
     return name.endswith("weight") and any(k in name for k in ("c_attn", "c_proj", "c_fc"))

@@ -41,27 +41,6 @@ def _partial_credit_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
-SPECS: dict[str, FunctionExercise | NumericExercise] = {
-    "ex-ch07-partial-credit": NumericExercise(
-        7, "dJ/dz(15) under the lenient verifier", float(policy_gradient(LOGITS, PARTIAL_CREDIT)[_FIFTEEN]),
-        5e-4, _partial_credit_mistakes()),
-    "score": FunctionExercise(7, score, toy_and_random(logits_and_token), (
-        ("the sign is flipped: grad ln pi(y) is onehot(y) - pi (pi - onehot(y) is the SFT loss's gradient)",
-         lambda z, y: -score(z, y)),
-        ("the -pi term is missing: softmax couples every logit, so grad ln pi(y) = onehot(y) - pi",
-         lambda z, y: np.eye(len(z))[y]),
-    )),
-    "policy_gradient": FunctionExercise(7, policy_gradient, toy_and_random(_logits_rewards), (
-        ("the sign is flipped: that is the descent direction; grad J = pi * (r - J) points uphill",
-         lambda z, r: -policy_gradient(z, r)),
-        ("the baseline is missing: pi * r is not the gradient; subtract J = sum pi r from r first "
-         "(the entries of grad J sum to zero)", lambda z, r: softmax(z) * np.asarray(r, float)),
-        ("the weight pi is missing: each token's term is pi(y) (r(y) - J), not r(y) - J",
-         lambda z, r: np.asarray(r, float) - softmax(z) @ np.asarray(r, float)),
-    )),
-}
-
-
 # ----------------------------------------------------------------------------- chapter 6
 def _p_and_G(rng):
     if rng is None:
@@ -202,7 +181,25 @@ def _hand_group_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
-SPECS.update({
+SPECS: dict[str, FunctionExercise | NumericExercise] = {
+    # chapter 7
+    "ex-ch07-partial-credit": NumericExercise(
+        7, "dJ/dz(15) under the lenient verifier", float(policy_gradient(LOGITS, PARTIAL_CREDIT)[_FIFTEEN]),
+        5e-4, _partial_credit_mistakes()),
+    "score": FunctionExercise(7, score, toy_and_random(logits_and_token), (
+        ("the sign is flipped: grad ln pi(y) is onehot(y) - pi (pi - onehot(y) is the SFT loss's gradient)",
+         lambda z, y: -score(z, y)),
+        ("the -pi term is missing: softmax couples every logit, so grad ln pi(y) = onehot(y) - pi",
+         lambda z, y: np.eye(len(z))[y]),
+    )),
+    "policy_gradient": FunctionExercise(7, policy_gradient, toy_and_random(_logits_rewards), (
+        ("the sign is flipped: that is the descent direction; grad J = pi * (r - J) points uphill",
+         lambda z, r: -policy_gradient(z, r)),
+        ("the baseline is missing: pi * r is not the gradient; subtract J = sum pi r from r first "
+         "(the entries of grad J sum to zero)", lambda z, r: softmax(z) * np.asarray(r, float)),
+        ("the weight pi is missing: each token's term is pi(y) (r(y) - J), not r(y) - J",
+         lambda z, r: np.asarray(r, float) - softmax(z) @ np.asarray(r, float)),
+    )),
     # chapter 6
     "ex-ch06-lenient-se": NumericExercise(
         6, "the standard error of J-hat at G = 4 under the lenient verifier", math.sqrt(_VAR_LENIENT / _G6),
@@ -250,4 +247,4 @@ SPECS.update({
          "times the estimate; here the baseline is the mean of all G rewards, r_i included",
          lambda z, y, r: leave_one_out_gradient(z, y, r)),
     )),
-})
+}

@@ -25,7 +25,7 @@ from ..toy import CORRECT, LOGITS
 from ..verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-run_exact_gradient = imported_on_call("methods", "run_exact_gradient")   # rl4llm.methods imports torch
+run_exact_gradient = imported_on_call("toy_methods", "run_exact_gradient")   # rl4llm.toy_methods imports torch
 
 
 # ============================================================================ chapter 14

@@ -50,6 +50,10 @@ def _target_in_range(args):
     args["target"] = index_in_range(args["target"], "target", args["logits"].size)
 
 
+#: What every runner given a reward per answer checks: its step count, the policy and the rewards.
+_RUN = {"steps": at_least(1), "logits": logits_vector, "rewards": reward_array}
+
+
 def _best(r: np.ndarray) -> int:
     return int(np.argmax(r))
 
@@ -71,8 +75,7 @@ def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
     return np.array(curve)
 
 
-@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real,
-         logits=logits_vector, rewards=reward_array)
+@checked(_one_reward_per_answer, lr=positive_real, **_RUN)
 def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
                        rewards=REWARDS) -> np.ndarray:
     """Ascent along the exact gradient, z <- z + lr pi * (r - J) (chapters 7, 16).
@@ -91,8 +94,7 @@ def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
     return np.array(curve)
 
 
-@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real, seed=at_least(0),
-         logits=logits_vector, rewards=reward_array, G=at_least(1))
+@checked(_one_reward_per_answer, lr=positive_real, seed=at_least(0), G=at_least(1), **_RUN)
 def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
                   logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """REINFORCE without a baseline (chapter 7):
@@ -113,8 +115,7 @@ def run_reinforce(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
     return np.array(curve)
 
 
-@checked(_one_reward_per_answer, steps=at_least(1), lr=positive_real, seed=at_least(0),
-         logits=logits_vector, rewards=reward_array, G=at_least(2))
+@checked(_one_reward_per_answer, lr=positive_real, seed=at_least(0), G=at_least(2), **_RUN)
 def run_reinforce_baseline(steps: int = 30, G: int = 8, lr: float = 1.0, seed: int = 0,
                            logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """REINFORCE with the group-mean baseline, chapter 9's ``on_policy_loop`` (ch. 8-9).
@@ -125,13 +126,14 @@ def run_reinforce_baseline(steps: int = 30, G: int = 8, lr: float = 1.0, seed: i
     return on_policy_loop(logits.copy(), rewards, G, lr, steps, seed)["pi_correct"]
 
 
-def _critic_advantages(z: np.ndarray, r: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """A_i = r(y_i) - V, ideal critic V = J(pi_old), exact on the toy (chapter 12)."""
-    return r[ys] - expected_reward(z, r)
+def _group_and_critic_advantages(z: np.ndarray, r: np.ndarray, G: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """G answers y_i ~ pi_old = softmax(z) and A_i = r(y_i) - V, with the ideal critic V = J(pi_old),
+    exact on the toy (chapter 12)."""
+    ys = sample_groups(softmax(z), G, 1, rng)[0]
+    return ys, r[ys] - expected_reward(z, r)
 
 
-@checked(_one_reward_per_answer, steps=at_least(1), seed=at_least(0),
-         logits=logits_vector, rewards=reward_array, G=at_least(1), delta=positive_real)
+@checked(_one_reward_per_answer, seed=at_least(0), G=at_least(1), delta=positive_real, **_RUN)
 def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
              logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """TRPO: one KL-constrained natural-gradient step per batch (chapter 11).
@@ -147,16 +149,14 @@ def run_trpo(steps: int = 30, G: int = 8, delta: float = 0.02, seed: int = 0,
     best = _best(r)
     curve = [softmax(z)[best]]
     for _ in range(steps):
-        ys = sample_groups(softmax(z), G, 1, rng)[0]
-        A = _critic_advantages(z, r, ys)
+        ys, A = _group_and_critic_advantages(z, r, G, rng)
         gradient = clipped_surrogate_gradient(z, z, ys, A, 0.2)
         z = trust_region_step(z, gradient, delta)["logits"]
         curve.append(softmax(z)[best])
     return np.array(curve)
 
 
-@checked(_one_reward_per_answer, steps=at_least(1), seed=at_least(0),
-         logits=logits_vector, rewards=reward_array, G=at_least(1))
+@checked(_one_reward_per_answer, seed=at_least(0), G=at_least(1), **_RUN)
 def run_ppo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0, eps: float = 0.2,
             seed: int = 0, logits=LOGITS, rewards=REWARDS) -> np.ndarray:
     """PPO: K clipped gradient steps per batch, advantages from the critic (chapter 11).
@@ -170,8 +170,7 @@ def run_ppo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0, eps: float
     best = _best(r)
     curve = [softmax(z)[best]]
     for _ in range(steps):
-        ys = sample_groups(softmax(z), G, 1, rng)[0]
-        A = _critic_advantages(z, r, ys)
+        ys, A = _group_and_critic_advantages(z, r, G, rng)
         z = ppo_inner_steps(z, ys, A, eps, lr, K)["logits"][-1]
         curve.append(softmax(z)[best])
     return np.array(curve)
