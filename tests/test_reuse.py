@@ -1,4 +1,5 @@
-"""Tests for rl4llm.reuse: importance sampling (chapter 10), the trust region and PPO's clip (chapter 11)."""
+"""Tests for reusing samples: rl4llm.importance_sampling (chapter 10), rl4llm.trust_region and rl4llm.ppo_clip
+(chapter 11)."""
 import ast
 import pathlib
 
@@ -6,16 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm import (CORRECT, LOGITS, REWARDS, kl_divergence, policy_gradient, policy_gradient_step,
-                    score, softmax)
+from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction,
+                    clipped_objective, clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient,
+                    conjugate_gradient, drift_case, drift_variance_ratio, fisher_matrix, importance_ratios,
+                    importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
+                    importance_weighted_variance, kl_divergence, policy_gradient, policy_gradient_step, policy_kl,
+                    ppo_inner_steps, score, softmax, trust_region_step, with_correct_mass)
 from rl4llm.estimators import jhat_distribution
-from rl4llm.reuse import (clip_binds, clip_fraction, clipped_objective, clipped_objective_grad,
-                          clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient, drift_case,
-                          drift_variance_ratio,
-                          fisher_matrix, importance_ratios, importance_weighted_jhat_distribution,
-                          importance_weighted_jhat_samples, importance_weighted_variance, policy_kl,
-                          ppo_inner_steps, trust_region_step, with_correct_mass, TOY_GROUP,
-                          TOY_GROUP_ADVANTAGES)
 from numerics import finite_difference
 
 #: A group of G = 8 toy answers: 4, 4, 5, 6, 4, 0, 5, 15 (two of eight correct).
@@ -395,7 +393,7 @@ def _rl4llm_imports(module: str) -> set:
 
 
 def test_numpy_core_never_imports_torch():
-    seen, todo = set(), ["reuse", "credit"]
+    seen, todo = set(), ["importance_sampling", "trust_region", "ppo_clip", "credit"]
     while todo:
         module = todo.pop()
         if module in seen:

@@ -19,7 +19,7 @@ from rl4llm import CORRECT, LOGITS, REWARDS, group_advantages, grpo_loss, softma
 from rl4llm import toy_methods
 from rl4llm.estimators import gradient_samples, group_count_law
 from rl4llm.onpolicy import on_policy_loop
-from rl4llm.reuse import with_correct_mass
+from rl4llm import with_correct_mass
 from rl4llm.statistics import noise_floor, standard_error, verdict
 from rl4llm.toy_grpo import run_over_seeds
 

@@ -297,7 +297,7 @@ def test_stuck_start_and_entropy_bonus():
 def _hand_run(seed, steps, K, lr, eps=0.2):
     """The GRPO loop written out from the chapter-11 pieces, recording what grpo_toy_run records."""
     from rl4llm.estimators import sample_groups
-    from rl4llm.reuse import clip_fraction, clipped_surrogate_gradient
+    from rl4llm import clip_fraction, clipped_surrogate_gradient
     rng, z = np.random.default_rng(seed), LOGITS.copy()
     clip, size, flat = [], [], []
     for _ in range(steps):

@@ -29,11 +29,12 @@ from .onpolicy import on_policy_loop, on_policy_runs
 from .statistics import noise_floor, standard_error, verdict
 
 # Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 16)
-from .reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
-                    clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, conjugate_gradient,
-                    drift_case, drift_variance_ratio, fisher_matrix, importance_ratios,
-                    importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
-                    importance_weighted_variance, policy_kl, ppo_inner_steps, trust_region_step, with_correct_mass)
+from .importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
+                                  importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
+                                  importance_weighted_variance, with_correct_mass)
+from .trust_region import conjugate_gradient, fisher_matrix, policy_kl, trust_region_step
+from .ppo_clip import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
+                       clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, ppo_inner_steps)
 from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
 # Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
 from .tasks import AdditionTask, CharTokenizer, addition_prompt

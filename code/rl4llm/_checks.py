@@ -63,6 +63,11 @@ def probability_array(p, name: str = "p") -> np.ndarray:
     return arr
 
 
+def scalar_or_array(x: np.ndarray):
+    """The library's output convention: a 0-d result as a Python float, anything else as the array."""
+    return float(x) if x.ndim == 0 else x
+
+
 def finite_real(x, name: str) -> float:
     """A finite real number (bools are rejected)."""
     if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):

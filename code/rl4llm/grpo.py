@@ -14,7 +14,7 @@ import torch
 from ._checks import (as_float_array, at_least, checked, clip_range, finite_real, in_range, one_of, optional,
                       same_shapes)
 from .loss_types import LOSS_TYPES
-from .reuse import clip_binds_mask
+from .ppo_clip import clip_binds_mask
 
 #: Where GRPO's importance ratio lives: one per token (GRPO, PPO), or one per sequence (GSPO).
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")

@@ -31,8 +31,8 @@ from .distributions import entropy, kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
 from .grpo import group_advantages, grpo_loss
 from .loss_types import LOSS_TYPES
-from .reuse import clip_binds_mask
-from .reuse import clip_fraction, clipped_surrogate_gradient, importance_ratios
+from .importance_sampling import importance_ratios
+from .ppo_clip import clip_binds_mask, clip_fraction, clipped_surrogate_gradient
 from .toy import EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_5, PROMPT, REWARDS
 from .verifier import addition_reward
 

@@ -35,7 +35,8 @@ from .distributions import softmax
 from .estimators import gradient_samples, sample_groups
 from .gradients import expected_reward, policy_gradient, sft_step
 from .onpolicy import on_policy_loop
-from .reuse import clipped_surrogate_gradient, ppo_inner_steps, trust_region_step
+from .ppo_clip import clipped_surrogate_gradient, ppo_inner_steps
+from .trust_region import trust_region_step
 from .toy import CORRECT, LOGITS, REWARDS
 from .toy_grpo import grpo_toy_run, run_over_seeds
 

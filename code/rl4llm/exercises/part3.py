@@ -5,7 +5,8 @@ import numpy as np
 
 from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
 from ..distributions import log_softmax, softmax
-from ..reuse import clipped_objective, importance_ratios
+from ..importance_sampling import importance_ratios
+from ..ppo_clip import clipped_objective
 from ..toy import CORRECT, LOGITS
 from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
