@@ -60,6 +60,13 @@ _LAZY = {
     "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),
     "length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
+    # Part V: sequence-level ratios, dynamic sampling and pass@k (chapter 18)
+    "sequence_ratios": ("WEIGHTINGS", "chain_sequences", "reweighted_moments", "sample_chain", "sample_reweighted",
+                        "two_step_sequences"),
+    "cispo": ("cispo_loss",),
+    "dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
+                         "flat_probability"),
+    "pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 
