@@ -1,0 +1,53 @@
+"""rl4llm.dynamic_sampling: the flat-group law against enumeration and simulation, the run against its
+exact path, and validation."""
+import itertools
+
+import numpy as np
+import pytest
+
+from rl4llm.dynamic_sampling import (draws_per_kept_group, dynamic_sampling_exact, dynamic_sampling_run,
+                                     flat_probability)
+from rl4llm.toy import LOGITS, REWARDS
+from rl4llm.distributions import softmax
+
+
+def test_flat_probability_by_enumeration():
+    pi = softmax(LOGITS)
+    for G in (1, 2, 3, 4):
+        flat = sum(np.prod(pi[list(g)]) for g in itertools.product(range(5), repeat=G)
+                   if len(set(REWARDS[list(g)])) == 1)
+        assert np.isclose(flat_probability(pi, REWARDS, G), flat)
+    assert np.isclose(flat_probability(pi, REWARDS, 4), 0.8 ** 4 + 0.2 ** 4)
+    assert np.isclose(draws_per_kept_group(pi, REWARDS, 4), 1 / (1 - 0.8 ** 4 - 0.2 ** 4))
+
+
+def test_draws_per_kept_group_by_simulation():
+    run = dynamic_sampling_run(True, G=4, n_groups=1, steps=1, lr=1e-9, seed=0)
+    draws = [dynamic_sampling_run(True, G=4, n_groups=1, steps=1, lr=1e-9, seed=s)["groups_drawn"][0]
+             for s in range(3000)]
+    exact = draws_per_kept_group(softmax(LOGITS), REWARDS, 4)
+    assert abs(np.mean(draws) - exact) < 4 * np.std(draws, ddof=1) / np.sqrt(len(draws))
+    assert run["answers_drawn"][-1] == 4 * run["groups_drawn"][0]
+
+
+def test_without_dynamic_sampling_every_step_costs_the_batch_and_the_run_tracks_the_exact_path():
+    run = dynamic_sampling_run(False, G=4, n_groups=2, steps=5, seed=0)
+    assert run["groups_drawn"].tolist() == [2] * 5 and run["answers_drawn"][-1] == 40
+    finals = {d: np.mean([dynamic_sampling_run(d, G=4, n_groups=2, steps=5, lr=0.25, seed=s)["J"][-1]
+                          for s in range(40)]) for d in (True, False)}
+    for d in (True, False):
+        assert abs(finals[d] - dynamic_sampling_exact(d, G=4, steps=5, lr=0.25)["J"][-1]) < 0.02
+    assert finals[True] > finals[False]
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="G must be an integer >= 1"):
+        flat_probability([0.5, 0.5], [0, 1], 0)
+    with pytest.raises(ValueError, match="probs and rewards must be 1-D arrays of one shape"):
+        flat_probability([0.5, 0.5], [0, 1, 1], 2)
+    with pytest.raises(ValueError, match="every group is flat"):
+        draws_per_kept_group([1.0, 0.0], [1, 0], 3)
+    with pytest.raises(ValueError, match="G must be an integer >= 2"):
+        dynamic_sampling_run(G=1)
+    with pytest.raises(ValueError, match="lr must be"):
+        dynamic_sampling_exact(lr=-1.0)
