@@ -1,8 +1,9 @@
-"""Time every slider of Part II (chapters 6-9): the pure functions each update recomputes, and the redraw.
+"""Time every slider chart of Part II (chapters 6-9): the pure functions behind one setting, and the
+whole chart (every setting of its grid), which the chapter computes when its cell runs.
 
-Each slider's pure function is timed over the slider's range (several repeats per value), and so is
-the live control's redraw end to end (``slider_timing``); the script prints the median and the worst
-case per slider. Targets: every update well under 20 ms, redraws under 100 ms (median), 200 ms (worst).
+Each chart's pure function is timed at settings across its sliders' ranges (several repeats each), then
+each chart is built once; the script prints the median and the worst update, and the build time with
+the grid's size. The browser redraws the built chart with no kernel (``benchmarks/chart_redraw.py``).
 
     OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/sliders_part2.py
 """
@@ -10,74 +11,36 @@ from __future__ import annotations
 
 import time
 
-import ipywidgets as widgets
-import numpy as np
-
-from rl4llm import LOGITS, REWARDS, estimator_variance
+from rl4llm import LOGITS, REWARDS
 from rl4llm.estimators import jhat_study, variance_curve
-from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
-from rl4llm.viz.part2 import (BASELINE_GRID, REFERENCE_RUNS, SEED_RUN, draw_baseline, draw_jhat, draw_learning,
-                              draw_seeds, draw_steps, reference_spread)
-from slider_timing import Redraw, grid, report
-
-
-def ch6_G(G):
-    return jhat_study(G)
-
-
-def ch6_seeds(n_seeds):
-    reference_spread(1)     # computed once, then cached (the first call is timed separately below)
-    return seed_study(n_seeds, **SEED_RUN)
-
-
-def ch7_lr(lr):
-    rl_and_sft_steps(lr)
-    return rl_and_sft_steps(np.linspace(0, 8, 81))
-
-
-def ch8_offset_baseline(offset, baseline):
-    variance_curve(LOGITS, REWARDS, offset, BASELINE_GRID)
-    return estimator_variance(LOGITS, REWARDS + offset, baseline)
-
-
-def ch9_G_lr(G, lr):
-    return learning_curve_band(G, lr)
-
+from rl4llm.onpolicy import rl_and_sft_steps, seed_study
+from rl4llm.viz.part2 import (BASELINE, JHAT_GROUPS, SEED_RUN, STEP_LR, baseline_chart, jhat_chart, learning_band,
+                              learning_chart, seeds_chart, steps_chart)
+from slider_timing import report
 
 SLIDERS = {
-    "ch6 G (1..64)": [lambda G=G: ch6_G(G) for G in (1, 2, 4, 8, 16, 32, 64)],
-    "ch6 number of seeds (2..128)": [lambda n=n: ch6_seeds(n) for n in (2, 4, 8, 16, 32, 64, 128)],
-    "ch7 learning rate (0..8)": [lambda lr=lr: ch7_lr(lr) for lr in (0.0, 0.5, 1.0, 2.0, 5.0, 8.0)],
-    "ch8 offset (0..10) x baseline b (-1..11)": [
-        lambda o=o, b=b: ch8_offset_baseline(o, b) for o in (0.0, 5.0, 10.0) for b in (-1.0, 0.2, 10.2, 11.0)],
-    "ch9 G (2..32) x learning rate (0.25..4)": [
-        lambda G=G, lr=lr: ch9_G_lr(G, lr) for G in (2, 4, 8, 16, 32) for lr in (0.25, 1.0, 4.0)],
+    "ch6 G (1..64)": [lambda G=G: jhat_study(G, 0.2, JHAT_GROUPS, 0) for G in (1, 2, 4, 8, 16, 32, 64)],
+    "ch6 number of seeds (2..128)": [lambda n=n: seed_study(n, seed=0, **SEED_RUN) for n in (2, 4, 8, 16, 32, 64, 128)],
+    "ch7 learning rate (0..8), the whole curve": [lambda: rl_and_sft_steps(STEP_LR.values)],
+    "ch8 offset (0..10), the curve over b": [
+        lambda o=o: variance_curve(LOGITS, REWARDS, o, BASELINE.values) for o in (0.0, 5.0, 10.0)],
+    "ch9 G (1..32) x learning rate (0.25..4)": [
+        lambda G=G, lr=lr: learning_band(G, lr) for G in (1, 2, 8, 16, 32) for lr in (0.25, 1.0, 4.0)],
 }
+#: The charts as the chapters build them.
+CHARTS = {"ch6 J-hat": jhat_chart, "ch6 seeds": seeds_chart, "ch7 one step": steps_chart,
+          "ch8 baseline": baseline_chart, "ch9 learning curves": learning_chart}
 
-# the notebooks' live controls (same widgets, same figure sizes), moved over the same ranges
-REDRAWS = {
-    "ch6 G (1..64)": Redraw(draw_jhat, {"G": widgets.IntSlider(value=4, min=1, max=64, step=1)},
-                            grid(G=(1, 2, 4, 8, 16, 32, 64))),
-    "ch6 number of seeds (2..128)": Redraw(
-        draw_seeds, {"n_seeds": widgets.IntSlider(value=8, min=2, max=128, step=1)},
-        grid(n_seeds=(2, 4, 8, 16, 32, 64, 128)), figsize=(10, 3.6)),
-    "ch7 learning rate (0..8)": Redraw(
-        draw_steps, {"lr": widgets.FloatSlider(value=1.0, min=0.0, max=8.0, step=0.25)},
-        grid(lr=(0.0, 0.5, 1.0, 2.0, 5.0, 8.0)), figsize=(10, 3.6)),
-    "ch8 offset (0..10) x baseline b (-1..11)": Redraw(
-        draw_baseline, {"offset": widgets.FloatSlider(value=10.0, min=0.0, max=10.0, step=0.5),
-                        "baseline": widgets.FloatSlider(value=0.0, min=-1.0, max=11.0, step=0.1)},
-        grid(offset=(0.0, 5.0, 10.0), baseline=(-1.0, 0.2, 10.2, 11.0)), figsize=(8, 3.8)),
-    "ch9 G (2..32) x learning rate (0.25..4)": Redraw(
-        draw_learning, {"G": widgets.IntSlider(value=8, min=1, max=32, step=1),
-                        "lr": widgets.FloatSlider(value=1.0, min=0.25, max=4.0, step=0.25)},
-        grid(G=(2, 4, 8, 16, 32), lr=(0.25, 1.0, 4.0)), figsize=(8, 4.6)),
-}
+
+def build_times(charts=CHARTS) -> str:
+    """Each chart built once: seconds and the number of rows it stores."""
+    out = []
+    for name, build in charts.items():
+        start = time.perf_counter()
+        spec = build().to_dict()
+        out.append(f"{name} {time.perf_counter() - start:.1f} s ({spec['data']['values'].count(chr(10))} rows)")
+    return "chart builds: " + ", ".join(out)
 
 
 if __name__ == "__main__":
-    start = time.perf_counter()
-    reference_spread(1)
-    report(SLIDERS, redraws=REDRAWS,
-           note=f"ch6 reference spread sigma ({REFERENCE_RUNS} runs, once per notebook, cached): "
-                f"{1e3 * (time.perf_counter() - start):.1f} ms")
+    report(SLIDERS, note=build_times())

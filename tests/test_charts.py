@@ -153,6 +153,10 @@ def test_a_line_chart_marks_the_marker_slider_and_reads_the_series_there():
     text = json.dumps(spec)
     assert "abs(datum.x - w) < 0.125" in text                 # the points and the values at the marker
     assert "' at w = ' + format(w, '.2f')" in text and "format(datum.s1, '.4f')" in text
+    split = charts.line_chart(lambda: [X, 2 * X], [], x=X, series=["x", "2x"], xlabel="x", ylabel="y",
+                              headline="h", marker=WHERE, readout_per_line=1).to_dict()
+    texts = lambda spec: [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert (len(texts(spec)), len(texts(split))) == (1, 2)          # one value a line: a line per series
 
 
 @pytest.mark.parametrize("bad, match", [

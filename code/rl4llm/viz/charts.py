@@ -209,7 +209,7 @@ LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": No
 def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
                x: Sequence[float] | None, series: Sequence[str], xlabel: str, ylabel: str, headline: str,
                marker: Slider | None = None, notes: Callable[..., Mapping[str, float]] | None = None,
-               notes_per_line: int = 2, errors: Mapping[str, str] | None = None,
+               notes_per_line: int = 2, readout_per_line: int | None = None, errors: Mapping[str, str] | None = None,
                colors: Sequence[str] | None = None, styles: Sequence[str] | None = None,
                log_x: bool = False, log_y: bool = False, ydomain: Sequence[float] | None = None,
                xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS):
@@ -222,8 +222,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     row per entry, after the series' rows, the bars' half-widths. ``marker``: one more slider, whose
     positions are points of ``x`` and which ``compute`` does not take (the curves do not depend on where
     the reader looks): a dashed rule at its value, a point on each series there, and the series' values
-    at it printed over the plot. ``notes(**params)``: numbers printed over the plot at each setting
-    (name to value; whole numbers print as such), ``notes_per_line`` to a line. ``styles``: per series
+    at it printed over the plot (``readout_per_line`` to a line; default all on one).
+    ``notes(**params)``: numbers printed over the plot at each setting (name to value; whole numbers
+    print as such), ``notes_per_line`` to a line. ``styles``: per series
     a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours). ``decimals``:
     kept in the stored data (fewer for a large grid of noisy numbers).
     """
@@ -311,8 +312,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                       .transform_calculate(label=f"datum.series + ' at {marker.label} = ' + "
                                                  f"format({marker.name}, '{marker.fmt}') + ': ' + "
                                                  f"format(datum.value, '{fmt}')"))
-        lines.append((near, " + ', ' + ".join(f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')"
-                                              for k, s in zip(keys, series))))
+        values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)]
+        step = readout_per_line or len(values)
+        lines += [(near, " + ', ' + ".join(values[i:i + step])) for i in range(0, len(values), step)]
     first_row = f"isValid(datum.n0)" if names else "true"
     for start in range(0, len(names), notes_per_line):
         lines.append((first_row, " + ', ' + ".join(

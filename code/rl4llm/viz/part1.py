@@ -324,7 +324,7 @@ def two_spellings_chart():
         at = [two_spellings(q, p_5_after_0) for q in PI_0.values]
         return [[a[key] for a in at] for key in ("5", "05", "correct")]
 
-    return line_chart(curves, [P_5_AFTER_0], x=PI_0.values, marker=PI_0,
+    return line_chart(curves, [P_5_AFTER_0], x=PI_0.values, marker=PI_0, readout_per_line=2,
                       series=['P("5")', 'P("05")', "P(correct)"], styles=["solid", "dashed", "dotted"],
                       colors=[CORRECT_COLOR, PALETTE["blue"], "black"], ydomain=[0, 1],
                       xlabel='first-step probability π(0) of "0"', ylabel="probability",

@@ -297,7 +297,7 @@ def steps_chart():
     the learning rate, the slider's lr marked."""
     steps = rl_and_sft_steps(STEP_LR.values)
     return line_chart(lambda: [steps["pi_rl"][:, CORRECT], steps["pi_sft"][:, CORRECT]], [], x=STEP_LR.values,
-                      series=["RL step π(5)", "SFT step π(5)"], colors=[CORRECT_COLOR, PALETTE["blue"]],
+                      series=["RL step", "SFT step"], colors=[CORRECT_COLOR, PALETTE["blue"]],
                       styles=["solid", "dashed"], xlabel="learning rate lr", ylabel="π(5) after one step",
                       headline="SFT at lr goes as far as RL at 5 lr", marker=STEP_LR, ydomain=[0, 1])
 
@@ -347,7 +347,7 @@ def seeds_chart(seed: int = 0):
         s = study(n_seeds)
         return {"spread": s["std"], "SE of the mean": s["standard_error"], "t": t_quantile(0.975, n_seeds - 1)}
 
-    return line_chart(rows, [N_SEEDS], x=None, notes=notes, notes_per_line=3, ydomain=[0.2, 1.0],
+    return line_chart(rows, [N_SEEDS], x=None, notes=notes, ydomain=[0.2, 1.0],
                       series=["final π(5) of a run", "their mean", "mean − t·SE", "mean + t·SE"],
                       styles=["points", "solid", "dashed", "dashed"],
                       colors=[CORRECT_COLOR, "black", PALETTE["grey"], PALETTE["grey"]],
