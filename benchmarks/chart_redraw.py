@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
 from test_browser import CHROMIUM, FLAGS, _QuietHandler  # noqa: E402
-from test_browser_charts import open_chapter  # noqa: E402
+from test_browser_charts import ALL_LINE_CHARTS, LINE_CHARTS, open_chapter  # noqa: E402
 from test_charts import CHARTS  # noqa: E402
 
 #: A move: the slider's input set to a position and its input event fired, as a key press does.
@@ -55,7 +55,11 @@ def main() -> None:
     rng = random.Random(0)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        for chapter, (_, sliders, _, _) in CHARTS.items():
+        # every chart: its name, its chapter, its index on the page, its sliders (a marker last)
+        every = [(chapter, chapter, 0, sliders) for chapter, (_, sliders, _, _) in CHARTS.items()]
+        every += [(name, *LINE_CHARTS[name], sliders + ([marker] if marker else []))
+                  for name, (_, sliders, marker, *_) in ALL_LINE_CHARTS.items()]
+        for name, chapter, index, sliders in every:
             for width in (1280, 390):
                 context, page, _ = open_chapter(browser, site, chapter, width)
                 times = []
@@ -63,11 +67,12 @@ def main() -> None:
                     value = s.default
                     for _ in range(args.moves):         # each move to another position than the last
                         value = float(rng.choice([v for v in s.values if v != value]))
-                        n = page.evaluate(MOVE_JS, [0, k, value])
-                        page.wait_for_function("([i, n]) => window.rl4llmCharts[i].redraws.length > n", arg=[0, n])
-                    times = page.evaluate("() => window.rl4llmCharts[0].redraws")
+                        n = page.evaluate(MOVE_JS, [index, k, value])
+                        page.wait_for_function("([i, n]) => window.rl4llmCharts[i].redraws.length > n",
+                                               arg=[index, n])
+                    times = page.evaluate(f"() => window.rl4llmCharts[{index}].redraws")
                 times.sort()
-                print(f"{chapter:<16} {width:>4} px  {'x'.join(str(s.positions) for s in sliders):>10} positions  "
+                print(f"{name:<26} {width:>4} px  {'x'.join(str(s.positions) for s in sliders):>10} positions  "
                       f"redraw median {statistics.median(times):5.1f} ms, p90 {times[int(0.9 * len(times))]:5.1f} ms, "
                       f"max {times[-1]:5.1f} ms ({len(times)} moves)")
                 context.close()

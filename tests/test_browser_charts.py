@@ -18,25 +18,31 @@ import pytest
 
 from rl4llm import VOCAB
 from test_browser import browser, site  # noqa: F401  (fixtures: the served site, Chromium)
-from test_charts import CHARTS
+from test_charts import CHARTS, PART3_CHARTS
+from test_charts import LINE_CHARTS as PART12_CHARTS
 
 WIDTHS = (1280, 390)
 MAX_MEDIAN_MS = 50.0
 
-#: The numbers each bar of a chart draws, read from Vega's scene graph, and the sliders' values.
+#: The numbers each bar of a chart draws and each point of its lines (series key, x, value), read from
+#: Vega's scene graph, and the sliders' values.
 DRAWN_JS = """(i) => {
   const chart = window.rl4llmCharts[i], names = chart.spec.params.filter(p => p.bind).map(p => p.name);
-  const bars = {};
+  const bars = {}, points = [];
   const walk = (node) => {
     if (node.marktype === 'rect') node.items.forEach(item => {
       if (item.datum && 'token' in item.datum && names.every(n => n in item.datum)) bars[item.datum.token] = item.datum.value;
+    });
+    if (node.marktype === 'line' || node.marktype === 'symbol') node.items.forEach(item => {
+      if (item.datum && 'key' in item.datum && 'x' in item.datum) points.push([item.datum.key, item.datum.x, item.datum.value]);
     });
     (node.items || []).forEach(walk);
   };
   walk(chart.view.scenegraph().root);
   const svg = chart.box.querySelector('svg');
   return {
-    bars, signals: Object.fromEntries(names.map(n => [n, chart.view.signal(n)])),
+    bars, points, keys: ((chart.spec.layer || []).flatMap(l => l.transform || []).find(t => t.fold) || {fold: []}).fold,
+    signals: Object.fromEntries(names.map(n => [n, chart.view.signal(n)])),
     inputs: Array.from(chart.box.querySelectorAll('.vega-bind')).map(b => ({
       label: b.querySelector('.vega-bind-name').textContent.trim(), value: b.querySelector('input').value,
       shown: b.querySelector('input + span').textContent, valuetext: b.querySelector('input').getAttribute('aria-valuetext'),
@@ -115,6 +121,15 @@ def check_drawn(chapter: str, state: dict, how: str) -> None:
     assert all(f"answer {t}: " in state["description"] for t in tokens), how
 
 
+def check_redraws(page, index: int, sliders: int, where: str) -> None:
+    """Every move was timed (at least four per slider); the median redraw is under ``MAX_MEDIAN_MS``."""
+    times = page.evaluate(f"() => window.rl4llmCharts[{index}].redraws")
+    assert len(times) >= 4 * sliders
+    median = statistics.median(times)
+    print(f"{where}: {len(times)} redraws, median {median:.1f} ms, max {max(times):.1f} ms")
+    assert median < MAX_MEDIAN_MS, f"median redraw {median:.1f} ms"
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", list(CHARTS))
 def test_every_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site, chapter,  # noqa: F811
@@ -134,11 +149,74 @@ def test_every_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_num
                 visited[s.name].add(s.cast(state["signals"][s.name]))
             assert {s.cast(s.start), s.cast(s.stop)} <= visited[s.name], (s.name, visited[s.name])
             assert len(visited[s.name]) >= 3, (s.name, visited[s.name])      # the ends and a middle
-        times = page.evaluate("() => window.rl4llmCharts[0].redraws")
-        assert len(times) >= 4 * len(sliders)
-        median = statistics.median(times)
-        print(f"{chapter} at {width} px: {len(times)} redraws, median {median:.1f} ms, max {max(times):.1f} ms")
-        assert median < MAX_MEDIAN_MS, f"median redraw {median:.1f} ms"
+        check_redraws(page, 0, len(sliders), f"{chapter} at {width} px")
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------- line charts
+def _chart_index(table) -> dict:
+    """Each chart of a table (``name`` or ``chapter/what``): its chapter and its index among the page's charts."""
+    out, seen = {}, {}
+    for name in table:
+        chapter = name.split("/")[0]
+        out[name] = (chapter, seen.get(chapter, 0))
+        seen[chapter] = seen.get(chapter, 0) + 1
+    return out
+
+
+#: Every line chart: chapters 3 and 5-9 (``test_charts.LINE_CHARTS``) and 10-13 (``test_charts.PART3_CHARTS``).
+ALL_LINE_CHARTS = {**PART12_CHARTS, **PART3_CHARTS}
+#: Where each line chart is.
+LINE_CHARTS = _chart_index(ALL_LINE_CHARTS)
+
+
+def check_line_drawn(name: str, state: dict, how: str) -> None:
+    """Each series' drawn points are the library's (x, value) at the sliders' values; the value beside
+    each slider, its aria-valuetext, the title and the description follow."""
+    _, sliders, marker, library, *_ = ALL_LINE_CHARTS[name]
+    every = sliders + ([marker] if marker else [])
+    values = {s.name: s.cast(state["signals"][s.name]) for s in every}
+    for s in every:
+        assert np.any(np.isclose(s.values, values[s.name], rtol=0, atol=1e-9)), f"{how}: {s.name} off the grid"
+    x, rows = library(**{s.name: values[s.name] for s in sliders})
+    decimals = 0.5e-4 if name.startswith("09") else 1e-6         # chapter 9's grid keeps 4 decimals
+    for i, row in enumerate(np.asarray(rows, dtype=float)[:len(state["keys"])]):      # the error bars after
+        drawn = sorted({(px, v) for key, px, v in state["points"] if key == f"s{i}"})
+        shown = np.isfinite(row)
+        assert len(drawn) == int(shown.sum()), (how, i, len(drawn))
+        np.testing.assert_allclose([p[0] for p in drawn], np.asarray(x, dtype=float)[shown], rtol=0, atol=0.5e-6)
+        np.testing.assert_allclose([p[1] for p in drawn], row[shown], rtol=0, atol=decimals, err_msg=f"{how}: s{i}")
+    for s, shown in zip(every, state["inputs"]):
+        assert shown["label"] == s.label and float(shown["shown"]) == pytest.approx(values[s.name]), how
+        assert shown["valuetext"] == f"{s.label} = {shown['value']}", how
+        title = state["title"].replace("\u2212", "-")           # Vega's format writes a minus sign (U+2212)
+        assert f"{s.label} = {format(values[s.name], s.fmt)}" in title, (how, state["title"])
+    assert state["title"] in state["description"] and state["description"] == state["svg_label"], how
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", list(LINE_CHARTS))
+def test_every_line_chart_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site,  # noqa: F811
+                                                                                                name, width):
+    chapter, index = LINE_CHARTS[name]
+    context, page, errors = open_chapter(browser, site, chapter, width)
+    try:
+        expected = sum(1 for c, _ in LINE_CHARTS.values() if c == chapter)
+        assert page.evaluate("() => window.rl4llmCharts.length") == expected
+        state = drawn(page, index)
+        check_line_drawn(name, state, "as opened")
+        assert state["right"] <= state["column"] + 1, f"the chart is wider than the column at {width} px"
+        _, sliders, marker, *_ = ALL_LINE_CHARTS[name]
+        every = sliders + ([marker] if marker else [])
+        for k, s in enumerate(every):
+            visited = set()
+            for how, state in moves(page, index, k):
+                check_line_drawn(name, state, f"{s.name}: {how}")
+                visited.add(s.cast(state["signals"][s.name]))
+            assert {s.cast(s.start), s.cast(s.stop)} <= visited and len(visited) >= 3, (s.name, visited)
+        check_redraws(page, index, len(every), f"{name} at {width} px")
         assert not errors, errors
     finally:
         context.close()

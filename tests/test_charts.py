@@ -201,7 +201,11 @@ from rl4llm.estimators import jhat_study  # noqa: E402
 from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
 from rl4llm.statistics import t_quantile  # noqa: E402
 from rl4llm.two_strings import two_spellings  # noqa: E402
-from rl4llm.viz import part1, part2  # noqa: E402
+from rl4llm import (TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_objective,  # noqa: E402
+                    clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
+from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402
+from rl4llm.toy_grpo import grpo_slider_run  # noqa: E402
+from rl4llm.viz import part1, part2, part3, part3_grpo  # noqa: E402
 
 
 def _seeds(n_seeds):
@@ -256,6 +260,50 @@ LINE_CHARTS = {
 }
 
 
+# chapters 10-13: the library's numbers at a setting, computed here without the viz code
+def _drift(drift, G):
+    d = drift_case(drift, G)
+    law = np.zeros((2, 33))                               # how many 5s among G draws: 0 to 32
+    law[0, :G + 1], law[1, :G + 1] = d["on_probs"], d["is_probs"]
+    return np.arange(33), law
+
+
+def _clip(eps):
+    rho = np.linspace(0.0, 2.5, 126)
+    return rho, [f(rho, np.full_like(rho, A), eps) for A in (0.8, -0.2) for f in (clipped_objective,
+                                                                                  clipped_objective_grad)]
+
+
+def _inner(eps):
+    out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, 0.5, 24)
+    return np.arange(25), [out["kl"], out["clip_fraction"], out["probs"][:, CORRECT], out["probs"][:, 1]]
+
+
+def _grpo(**setting):
+    run = grpo_slider_run(**setting)
+    return np.arange(11), [run["pi_correct"], run["entropy"], run["kl_ref"],
+                           np.r_[np.nan, run["inner_clip_fraction"][:, -1]]]
+
+
+#: The line charts of chapters 10-13, as ``LINE_CHARTS``; the ipywidgets they replaced: ch10 FloatSlider
+#: 0.05..0.95 step 0.05, IntSlider 1..32; ch11 eps 0.05..0.5 step 0.05, K 1..24; ch12 FloatSliders 0..1 and
+#: 0.05..1 step 0.05; ch13 G 2..32 step 2, eps 0.05..0.9 step 0.05, lr 10^-1..10^0.7 step 0.1 (18 positions),
+#: beta 0..2 step 0.1.
+PART3_CHARTS = {
+    "10_importance_sampling": (part3.drift_chart, list(part3.DRIFT), None, _drift, {"drift": 19, "G": 32}, {"G"},
+                               {"drift": 0.5, "G": 8}),
+    "11_trust_region_ppo/clip": (part3.clip_chart, [part3.CLIP_EPS], None, _clip, {"eps": 10}, set(), {"eps": 0.2}),
+    "11_trust_region_ppo/inner": (part3.inner_steps_chart, [part3.CLIP_EPS], part3.INNER_K, _inner,
+                                  {"eps": 10, "K": 24}, {"K"}, {"eps": 0.2, "K": 12}),
+    "12_critic_gae": (part3.gae_chart, list(part3.GAE), None,
+                      lambda lam, gamma: (np.arange(3), advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma,
+                                                                        lams=(0.0, lam, 1.0))["advantages"]),
+                      {"lam": 21, "gamma": 20}, set(), {"lam": 0.5, "gamma": 1.0}),
+    **{f"13_grpo_toy/{name}": (lambda name=name: part3_grpo.grpo_run_chart(name), [s], None, _grpo, {name: widget},
+                               {"G"} & {name}, {name: s.default})
+       for (name, s), widget in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21))},
+}
+LINE_CHARTS.update(PART3_CHARTS)        # the tests below check every line chart of the book
 #: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
 LEARNING_SAMPLE = [(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)]
 
@@ -282,7 +330,8 @@ def test_a_line_charts_data_are_the_librarys_numbers_at_every_setting(line_built
         stored = np.array([[row[k] for row in at] for k in keys])
         # stored to 6 decimals (4 for ch9): half a unit of the last, and the float error of a half
         np.testing.assert_allclose(stored, np.asarray(expected, dtype=float), rtol=0,
-                                   atol=(0.5e-4 if chapter.startswith("09") else 0.5e-6) + 1e-12, err_msg=str(params))
+                                   atol=(0.5e-4 if chapter.startswith("09") else 0.5e-6) + 1e-12,
+                                   err_msg=str(params))
 
 
 def test_every_line_chart_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(line_built):
@@ -321,3 +370,40 @@ def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_gri
     assert on(part2.OFFSET, 0.0) and on(part2.OFFSET, 10.0)                                     # ex-ch08-overshoot
     assert all(on(part2.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
     assert on(part2.LEARNING_G, 8) and all(on(part2.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
+
+
+# ----------------------------------------------------------------------------- chapters 10-13
+def test_chapter_10_to_13_sliders_reach_their_live_widgets_ends_and_the_positions_the_text_names():
+    on = lambda slider, *vs: all(np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9)) for v in vs)
+    drift, G = part3.DRIFT
+    assert (drift.start, drift.stop) == (0.05, 0.95) and on(drift, 0.05, 0.1, 0.2, 0.5, 0.8, 0.95)  # ex-ch10-drift
+    assert on(G, 1, 8, 16, 32) and list(G.values) == list(range(1, 33))
+    assert on(part3.CLIP_EPS, 0.05, 0.1, 0.2, 0.3, 0.5)                                  # ex-ch11-long-reuse
+    assert list(part3.INNER_K.values) == list(range(1, 25)) and part3.INNER_K.positions == 24
+    lam, gamma = part3.GAE                                                              # ex-ch12-equal-credit
+    assert on(lam, 0.0, 0.5, 0.65, 0.675, 0.7, 1.0) and on(gamma, 0.7, 0.75, 0.775, 0.8, 1.0)
+    assert gamma.start < gamma.stop and gamma.default == gamma.stop    # gamma runs upward, opens at 1
+    s = part3_grpo.GRPO_SLIDERS                                         # chapter 13's text and ex-ch13-leash
+    assert on(s["G"], 2, 8, 32) and on(s["eps"], 0.05, 0.15, 0.5, 0.9) and on(s["lr"], 0.1, 0.5, 1.0, 3.0, 5.0)
+    assert on(s["beta"], 0.0, 0.5, 2.0) and s["beta"].positions >= 21
+
+
+def test_the_drift_charts_notes_are_the_librarys():
+    notes = part3.drift_notes(0.5, 8)
+    d = drift_case(0.5, 8)
+    assert notes == {"stale 5 adds ρ(5)/G": d["ratio"] / 8, "P(no stale 5)": d["p_no_correct"],
+                     "variance stale ÷ fresh": drift_variance_ratio([0.5])[0]}
+    assert notes["variance stale ÷ fresh"] == pytest.approx(19.0)
+
+
+def test_the_inner_steps_chart_reads_a_run_of_K_steps_at_its_marker():
+    whole = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, 0.2, 0.5, 24)
+    for K in (1, 12, 24):
+        short = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, 0.2, 0.5, K)
+        for key in ("kl", "clip_fraction", "probs"):
+            np.testing.assert_array_equal(whole[key][:K + 1], short[key])
+
+
+def test_grpo_run_chart_refuses_an_unknown_slider():
+    with pytest.raises(ValueError, match="name must be one of"):
+        part3_grpo.grpo_run_chart("K")

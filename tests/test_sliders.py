@@ -22,7 +22,7 @@ from rl4llm.viz.inplace import kept  # noqa: E402
 from rl4llm.viz.part1 import (draw_decoding, draw_distribution, draw_sft_step, draw_training_curves,  # noqa: E402
                               draw_two_spellings)
 from rl4llm.viz.part2 import draw_baseline, draw_jhat, draw_learning, draw_seeds, draw_steps  # noqa: E402
-from rl4llm.viz.part3 import draw_clip, draw_drift, draw_gae, draw_inner_steps  # noqa: E402
+from rl4llm.viz.part3 import draw_clip, draw_drift, draw_inner_steps  # noqa: E402
 from rl4llm.viz.part3_grpo import draw_grpo_run  # noqa: E402
 from rl4llm.viz.sliders import sweep, twin  # noqa: E402
 
@@ -98,7 +98,6 @@ LIVE_DRAWS = {
                             {"drift": 0.3, "G": 32}]),
     draw_clip: ((8, 5), [{"eps": eps} for eps in (0.2, 0.05, 0.5)]),
     draw_inner_steps: ((10, 3.4), [{"K": 12, "eps": 0.2}, {"K": 1, "eps": 0.05}, {"K": 24, "eps": 0.5}]),
-    draw_gae: ((10, 3.6), [{"lam": 0.5, "gamma": 1.0}, {"lam": 0.0, "gamma": 0.05}, {"lam": 1.0, "gamma": 0.6}]),
     draw_grpo_run: ((8, 3), [{}, {"G": 2}, {"eps": 0.9}, {"lr": 5.0}, {"beta": 2.0}]),
 }
 
@@ -128,12 +127,18 @@ def _fresh(draw, figsize, params) -> np.ndarray:
     return _pixels(fig)
 
 
+#: A live control as the chapters wrote them, which the search below must find.
+LIVE_CALL = re.compile(r"\blive\(\s*(?:lambda[^:]*:\s*)?(draw_\w+)")
+
+
 def test_every_live_slider_of_the_book_has_its_draw_function_checked_in_place():
+    # the sliders of chapters 1-13 are charts now (rl4llm.viz.charts), so there may be none left
+    assert LIVE_CALL.findall('live(draw_clip,\n     {"eps": widgets.FloatSlider(value=0.2)})') == ["draw_clip"]
     called = set()
     for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            called |= set(re.findall(r"\blive\(\s*(?:lambda[^:]*:\s*)?(draw_\w+)", "".join(cell["source"])))
-    assert called and called <= {draw.__name__ for draw in LIVE_DRAWS}, called
+            called |= set(LIVE_CALL.findall("".join(cell["source"])))
+    assert called <= {draw.__name__ for draw in LIVE_DRAWS}, called
 
 
 @pytest.mark.parametrize("draw", LIVE_DRAWS, ids=lambda draw: draw.__name__)

@@ -12,6 +12,7 @@ from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, c
 from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, discounted_returns
 from rl4llm.exercises.part3 import BOOSTED_LOGITS
 from rl4llm import clip_binds, clipped_objective_grad, drift_variance_ratio, importance_ratios, with_correct_mass
+from rl4llm.viz.part3 import DRIFT, GAE
 
 WRONG = np.arange(5) != CORRECT
 
@@ -114,12 +115,14 @@ def test_ch10_weight_by_hand():
 
 def test_ch10_drift_experiment():
     """ex-ch10-drift: the variance multiple 19 b / (1 - b): 4.75, 19, 76 at 0.2, 0.5, 0.8; 1 at 0.05;
-    2 at b = 2/21 = 0.0952, 2.1111 at 0.1; the same 19 for every G at 0.5; P(no 5) = 0.95^G = 0.6634,
-    0.4401, 0.1937 at G = 8, 16, 32; 32 stale draws are worth 32/19 = 1.7 fresh ones."""
+    2 at b = 2/21 = 0.0952, 2.1111 at 0.1 (two positions up the chart's slider); the same 19 for every G
+    at 0.5; P(no 5) = 0.95^G = 0.6634, 0.4401, 0.1937 at G = 8, 16, 32; 32 stale draws are worth 32/19 = 1.7
+    fresh ones."""
     assert np.allclose(drift_variance_ratio([0.2, 0.5, 0.8]), [4.75, 19.0, 76.0])
     assert drift_variance_ratio([0.05])[0] == pytest.approx(1.0)
     assert drift_variance_ratio([2 / 21])[0] == pytest.approx(2.0) and round(2 / 21, 4) == 0.0952
     assert round(float(drift_variance_ratio([0.1])[0]), 4) == 2.1111
+    assert [v for v in DRIFT[0].values if v <= 0.1] == [0.05, 0.075, 0.1]      # "two positions up the slider"
     b = np.linspace(0.05, 0.95, 19)
     assert np.allclose(drift_variance_ratio(b), 19 * b / (1 - b))
     for G in (1, 4, 8, 16, 32):
@@ -266,9 +269,10 @@ def test_ch12_by_hand_slips():
 
 
 def test_ch12_equal_credit_experiment():
-    """ex-ch12-equal-credit: lambda = 2/3 gives (0.3, 0.3, 0.3); 0.65 gives (0.2918, 0.295, 0.3) and 0.7
-    gives (0.317, 0.31, 0.3); lambda = 1 gives (0.5, 0.4, 0.3). With lambda = 0.5, step 0 gets 0.0120 at
-    gamma = 0.8 and -0.0359 at 0.75; step 1 -0.005 at 0.7; delta = (-0.05, -0.075, 0.3) at 0.75; the Monte
+    """ex-ch12-equal-credit: lambda = 2/3 gives (0.3, 0.3, 0.3); 0.65 gives (0.2918, 0.295, 0.3), 0.675
+    (0.3042, 0.3025, 0.3) and 0.7 (0.317, 0.31, 0.3); lambda = 1 gives (0.5, 0.4, 0.3). With lambda = 0.5,
+    step 0 gets 0.0120 at gamma = 0.8, first turns negative at the slider's next position 0.775 (-0.0122),
+    and gets -0.0359 at 0.75; step 1 -0.005 at 0.7; delta = (-0.05, -0.075, 0.3) at 0.75; the Monte
     Carlo step 0 at 0.75 is 0.5625 - 0.5 = 0.0625."""
     A = lambda gamma, lam: gae(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma=gamma, lam=lam)
     assert np.allclose(A(1.0, 2 / 3), [0.3, 0.3, 0.3])
@@ -276,12 +280,16 @@ def test_ch12_equal_credit_experiment():
     early = np.array([A(1.0, l)[:2] for l in lam])
     assert np.all((early < 0.3 - 1e-12) == (lam < 2 / 3)[:, None])
     assert np.round(A(1.0, 0.65), 4).tolist() == [0.2918, 0.295, 0.3]
+    assert np.round(A(1.0, 0.675), 4).tolist() == [0.3042, 0.3025, 0.3]     # the next position of the slider
     assert np.round(A(1.0, 0.7), 4).tolist() == [0.317, 0.31, 0.3]
     assert np.allclose(A(1.0, 1.0), [0.5, 0.4, 0.3])
-    gammas = np.round(np.arange(1.0, 0.04, -0.05), 2)               # the slider's values, from 1 down
+    lam_slider, gamma_slider = GAE
+    assert lam_slider.step == 0.025 and np.any(np.isclose(lam_slider.values, 0.65)) and np.any(
+        np.isclose(lam_slider.values, 0.675))
+    gammas = gamma_slider.values[::-1]                               # the chart's slider's values, from 1 down
     step0 = [A(g, 0.5)[0] for g in gammas]
     first_negative = gammas[int(np.argmax(np.array(step0) < 0))]
-    assert first_negative == 0.75
+    assert first_negative == 0.775 and round(A(0.775, 0.5)[0], 4) == -0.0122
     assert round(A(0.8, 0.5)[0], 4) == 0.0120 and round(A(0.75, 0.5)[0], 4) == -0.0359
     step1 = [A(g, 0.5)[1] for g in gammas]
     assert gammas[int(np.argmax(np.array(step1) < 0))] == 0.7 and round(A(0.7, 0.5)[1], 4) == -0.005

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, advantage_table
-from ..reuse import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clipped_objective, clipped_objective_grad, drift_case,
-                     drift_variance_ratio, ppo_inner_steps)
-from ..toy import CORRECT, LOGITS, VOCAB
+from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, advantage_table, clipped_objective,
+                clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
+from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
+from .charts import Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -134,46 +134,103 @@ def _inner_steps_axes(fig) -> SimpleNamespace:
     return SimpleNamespace(kl=kl, clip=clip, p5=p5, p4=p4)
 
 
-# --------------------------------------------------------------------------- chapter 12
-def draw_gae(fig, lam: float = 0.5, gamma: float = 1.0) -> None:
-    """Chapter 12's lambda and gamma sliders: the credit of each step, and the whole table."""
-    table = advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma, lams=(0.0, lam, 1.0))
-    a = kept(fig, _gae_axes)
-    labels = ["λ = 0 (TD)", f"λ = {lam:.2f}", "λ = 1 (Monte Carlo)"]
-    for bars, label, advantages in zip(a.bars, labels, table["advantages"]):
-        bars.set_label(label)
-        for bar, advantage in zip(bars, advantages):
-            bar.set_height(advantage)
-    a.bar.set_title(f"γ = {gamma:.2f}, λ = {lam:.2f}: step 0 gets {table['advantages'][1][0]:.3f}")
-    a.bar.legend(fontsize=8, loc="upper left")
-    rows = [("r_t", EXAMPLE_REWARDS), ("V(s_t)", EXAMPLE_VALUES), ("δ_t", table["delta"]),
-            ("G_t − V(s_t)", table["monte_carlo"])]
-    rows += [(f"Â_t, {label.split(' (')[0]}", adv) for label, adv in zip(labels, table["advantages"])]
-    for row, (name, values) in enumerate(rows, start=1):
-        a.table[row, -1].get_text().set_text(name)
-        for t, value in enumerate(values):
-            a.table[row, t].get_text().set_text(f"{value:.3f}")
-    relayout(fig)
+# --------------------------------------------------------------------------- live charts (chapters 10-12)
+# Each slider figure as a chart that redraws in the reader's browser (rl4llm.viz.charts): the curves are
+# the library's numbers on the sliders' whole grid, computed here.
+
+#: Chapter 10: pi_new(5) from 0.05 to 0.95 (the live slider's range) in steps of 0.025; every G from 1 to 32.
+DRIFT = (Slider("drift", "π_new(5)", 0.05, 0.95, 0.025, 0.5, fmt=".3f"), Slider("G", "G", 1, 32, 1, 8, fmt="d"))
+#: Chapter 10's x axis: how many 5s a group of G draws holds (0 to the largest G).
+FIVES = np.arange(DRIFT[1].stop + 1, dtype=float)
+#: Chapter 11's clip: epsilon from 0.05 to 0.5 in steps of 0.01, opening at 0.2.
+CLIP_EPS = Slider("eps", "ε", 0.05, 0.5, 0.01, 0.2)
+#: Chapter 11's ratio axis: 0 to 2.5 in steps of 0.02.
+RHO = np.round(np.linspace(0.0, 2.5, 126), 10)
+#: Chapter 11's inner steps: K (every value from 1 to 24, a marker on the run of 24 steps) and epsilon.
+INNER_K = Slider("K", "K", 1, 24, 1, 12, fmt="d")
+INNER_STEPS = np.arange(INNER_K.stop + 1, dtype=float)
+#: Chapter 12: lambda from 0 to 1 and gamma upward from 0.05 to 1, both in steps of 0.025.
+GAE = (Slider("lam", "λ", 0.0, 1.0, 0.025, 0.5, fmt=".3f"), Slider("gamma", "γ", 0.05, 1.0, 0.025, 1.0, fmt=".3f"))
 
 
-def _gae_axes(fig) -> SimpleNamespace:
-    """Chapter 12's panels: bars of the advantage per step for three lambdas (left) and the table of
-    every quantity per step (right), both empty until ``draw_gae`` fills them."""
-    T = EXAMPLE_REWARDS.size
-    ax_bar, ax_tab = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
-    x = np.arange(T)
-    bars = [ax_bar.bar(x + (j - 1) * 0.27, np.zeros(T), width=0.27, color=color)
-            for j, color in enumerate([PALETTE["sky"], PALETTE["blue"], PALETTE["orange"]])]
-    ax_bar.set_xticks(x, [f"step {t}" for t in range(T)])
-    ax_bar.set_ylim(-0.7, 1.0)
-    ax_bar.axhline(0.0, color="black", linewidth=0.8)
-    ax_bar.set_ylabel("advantage Â_t")
-    ax_tab.axis("off")
-    rows = 7                            # r, V, delta, G - V and the advantages at three lambdas
-    tab = ax_tab.table(cellText=[[""] * T] * rows, rowLabels=[""] * rows, colLabels=[f"t = {t}" for t in range(T)],
-                       loc="center", cellLoc="center")
-    tab.auto_set_font_size(False)
-    tab.set_fontsize(9)
-    tab.scale(1.0, 1.3)
-    ax_tab.set_title("the whole table")
-    return SimpleNamespace(bar=ax_bar, bars=bars, table=tab)
+def drift_law(drift: float, G: int) -> np.ndarray:
+    """Chapter 10's curves: the probability that a group of G draws holds k fives (k on ``FIVES``),
+    fresh from pi_new and stale from pi_old (``drift_case``; 0 above G)."""
+    d = drift_case(drift, G)
+    rows = np.zeros((2, FIVES.size))
+    rows[0, :G + 1], rows[1, :G + 1] = d["on_probs"], d["is_probs"]
+    return rows
+
+
+def drift_notes(drift: float, G: int) -> dict:
+    """Chapter 10's numbers over the chart: what each stale 5 adds to J-hat, the chance of none, the
+    variance multiple (``drift_case``, ``drift_variance_ratio``)."""
+    d = drift_case(drift, G)
+    return {"stale 5 adds ρ(5)/G": float(d["is_values"][1]), "P(no stale 5)": float(d["p_no_correct"]),
+            "variance stale ÷ fresh": float(drift_variance_ratio([drift])[0])}
+
+
+def drift_chart():
+    """Chapter 10: how many 5s G fresh draws (from pi_new) and G stale ones (from pi_old, pi_old(5) = 0.05)
+    hold, on the whole grid of ``DRIFT``, with the stale estimate's worth per 5 and its variance multiple."""
+    return line_chart(drift_law, DRIFT, x=FIVES, series=["G fresh draws from π_new", "G stale draws from π_old"],
+                      xlabel="number of 5s among the G draws", ylabel="probability", notes=drift_notes,
+                      headline="stale draws rarely hold a 5, and each counts ρ(5)/G",
+                      colors=[PALETTE["blue"], PALETTE["orange"]], styles=["solid", "dashed"], ydomain=[0, 1])
+
+
+def clip_curves(eps: float) -> np.ndarray:
+    """Chapter 11's curves over ``RHO``: the clipped objective and its slope in rho, for the good and the
+    bad answer (``clipped_objective``, ``clipped_objective_grad``)."""
+    rows = []
+    for A in (GOOD_ADVANTAGE, BAD_ADVANTAGE):
+        adv = np.full_like(RHO, A)
+        rows += [clipped_objective(RHO, adv, eps), clipped_objective_grad(RHO, adv, eps)]
+    return np.array(rows)
+
+
+def clip_chart():
+    """Chapter 11: PPO's clipped objective and its slope in rho for A = +0.8 and A = -0.2, for every
+    epsilon of ``CLIP_EPS``."""
+    return line_chart(clip_curves, [CLIP_EPS], x=RHO,
+                      series=[f"objective, A = {GOOD_ADVANTAGE:+.1f}", f"slope, A = {GOOD_ADVANTAGE:+.1f}",
+                              f"objective, A = {BAD_ADVANTAGE:+.1f}", f"slope, A = {BAD_ADVANTAGE:+.1f}"],
+                      xlabel="ratio ρ = π(y) / π_old(y)", ylabel="objective; its slope d/dρ",
+                      headline="flat (slope 0) only on the side A pushes",
+                      colors=[PALETTE["blue"], PALETTE["blue"], PALETTE["vermillion"], PALETTE["vermillion"]],
+                      styles=["solid", "dashed", "solid", "dashed"], ydomain=[-0.6, 1.0])
+
+
+def inner_step_curves(eps: float) -> np.ndarray:
+    """Chapter 11's curves over ``INNER_STEPS``: KL(pi_old || pi_k), the clip fraction, pi(5) and pi(4)
+    over 24 clipped steps on the toy group (``ppo_inner_steps``; its first K steps are the run of K)."""
+    out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, INNER_LR, INNER_K.stop)
+    return np.array([out["kl"], out["clip_fraction"], out["probs"][:, CORRECT], out["probs"][:, VOCAB.index("4")]])
+
+
+def inner_steps_chart():
+    """Chapter 11: K clipped inner steps on one toy group, for every epsilon of ``CLIP_EPS``; the K
+    slider marks step K and reads the run there."""
+    return line_chart(inner_step_curves, [CLIP_EPS], x=INNER_STEPS, marker=INNER_K,
+                      series=["KL(π_old ‖ π_k) (nats)", "clip fraction", "π(5)", "π(4)"],
+                      xlabel="inner step k", ylabel="nats / fraction / probability",
+                      headline=f"one group reused, lr = {INNER_LR}: the KL never stops",
+                      colors=[PALETTE["blue"], PALETTE["vermillion"], CORRECT_COLOR, PALETTE["grey"]],
+                      styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 1])
+
+
+def gae_curves(lam: float, gamma: float) -> np.ndarray:
+    """Chapter 12's curves over the example's steps: the advantage at lambda = 0, the slider's lambda and
+    lambda = 1 (``advantage_table``)."""
+    return advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma, lams=(0.0, lam, 1.0))["advantages"]
+
+
+def gae_chart():
+    """Chapter 12: the credit GAE gives each step of the example episode, on the whole grid of ``GAE``."""
+    steps = np.arange(EXAMPLE_REWARDS.size, dtype=float)
+    return line_chart(gae_curves, GAE, x=steps, series=["λ = 0 (TD error)", "λ at the slider", "λ = 1 (Monte Carlo)"],
+                      xlabel="step t of the episode", ylabel="advantage Â_t",
+                      notes=lambda lam, gamma: {"step 0 gets": float(gae_curves(lam, gamma)[1, 0])},
+                      headline="λ slides the early steps' credit from TD to Monte Carlo",
+                      colors=[PALETTE["sky"], PALETTE["blue"], PALETTE["orange"]],
+                      styles=["dotted", "solid", "dashed"], ydomain=[-0.7, 1.0])

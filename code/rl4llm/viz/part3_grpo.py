@@ -1,11 +1,14 @@
 """Figures and tables for chapter 13 (GRPO on the toy) and chapter 16 (every method in one place)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from matplotlib.colors import to_rgb
 
 from ..statistics import noise_floor
-from ..toy_grpo import grpo_slider_run
+from ..toy_grpo import SLIDER_RUN, grpo_slider_run
+from .charts import Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
 
@@ -48,8 +51,8 @@ def _grpo_run_axes(fig):
 
 
 def sweep_summary(name: str, values) -> str:
-    """A Markdown table of ``grpo_slider_run`` over one slider's values: the numbers behind its
-    kernel-free animation (chapter 13).
+    """A Markdown table of ``grpo_slider_run`` over a few of one slider's values: the numbers the text
+    quotes beside its chart (chapter 13).
 
     One column per value of the slider ``name`` (``"G"``, ``"eps"``, ``"lr"`` or ``"beta"``), the
     others at their defaults; rows: pi(5) after 3 steps and at the end of the run, KL(pi || pi_ref)
@@ -213,3 +216,46 @@ def draw_method_curves(fig, curves: dict) -> None:
     ax.set_title("every method raises π(5) on the toy", fontsize=11)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
+
+
+# ----------------------------------------------------------------------------- live charts (chapter 13)
+#: Chapter 13's four sliders, each on its own chart: every G from 2 to 32, epsilon from 0.05 to 0.9 in
+#: steps of 0.025, the learning rate from 0.1 to 5 in steps of 0.1, beta from 0 to 2 in steps of 0.05.
+GRPO_SLIDERS = {
+    "G": Slider("G", "G", 2, 32, 1, 8, fmt="d"),
+    "eps": Slider("eps", "ε", 0.05, 0.9, 0.025, 0.2, fmt=".3f"),
+    "lr": Slider("lr", "lr", 0.1, 5.0, 0.1, 1.0, fmt=".1f"),
+    "beta": Slider("beta", "β", 0.0, 2.0, 0.05, 0.0),
+}
+#: The series of a run, in the chart's order.
+GRPO_SERIES = ["π(5)", "entropy H(π) (nats)", "KL(π ‖ π_ref) (nats)", "clip fraction, last inner step"]
+#: The curves and the notes of a chart read the same run: each run once.
+_slider_run = lru_cache(maxsize=None)(grpo_slider_run)
+
+
+def grpo_run_curves(**setting) -> np.ndarray:
+    """Chapter 13's curves over the steps of ``grpo_slider_run(**setting)``: pi(5), the entropy, KL(pi || pi_ref)
+    and the clip fraction of the last inner step (none at step 0, before any update)."""
+    run = _slider_run(**setting)
+    return np.array([run["pi_correct"], run["entropy"], run["kl_ref"],
+                     np.concatenate([[np.nan], run["inner_clip_fraction"][:, -1]])])
+
+
+def grpo_run_notes(**setting) -> dict:
+    """Chapter 13's numbers over each chart: pi(5) after the run, and how many of its groups were flat."""
+    run = _slider_run(**setting)
+    return {f"π(5) after {run['zero_std'].size} steps": float(run["pi_correct"][-1]),
+            "flat groups": float(run["zero_std"].sum())}
+
+
+def grpo_run_chart(name: str):
+    """Chapter 13: one short seeded GRPO run (``grpo_slider_run``) at every position of the slider ``name``
+    (a key of ``GRPO_SLIDERS``), the other three at their defaults."""
+    if name not in GRPO_SLIDERS:
+        raise ValueError(f"name must be one of {list(GRPO_SLIDERS)}, got {name!r}")
+    steps = np.arange(SLIDER_RUN["steps"] + 1, dtype=float)
+    return line_chart(grpo_run_curves, [GRPO_SLIDERS[name]], x=steps, series=GRPO_SERIES, notes=grpo_run_notes,
+                      xlabel="GRPO step (one group each)", ylabel="probability / nats / fraction",
+                      headline=f"one seeded run, K = {SLIDER_RUN['K']}",
+                      colors=[CORRECT_COLOR, PALETTE["blue"], PALETTE["vermillion"], PALETTE["black"]],
+                      styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 2.6])
