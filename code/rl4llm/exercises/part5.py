@@ -3,6 +3,8 @@
 - Chapter 16: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
   hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
 - Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand).
+- Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
+  estimate from n samples (by hand).
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The references that need torch are imported on first use.
@@ -169,6 +171,71 @@ def _decode_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ============================================================================ chapter 18
+#: The by-hand answer: two tokens whose ratios pi / pi_old are 1.6 and 0.9.
+GSPO_RATIOS = (1.6, 0.9)
+
+
+def _gspo_ratio() -> float:
+    from ..grpo import sequence_ratio
+    log_rho = np.log([GSPO_RATIOS])
+    return float(sequence_ratio(log_rho, np.zeros_like(log_rho), np.ones_like(log_rho))[0])
+
+
+def _gspo_mistakes() -> tuple[tuple[float, str], ...]:
+    a, b = GSPO_RATIOS
+    return (
+        (a * b, "that is the product of the token ratios, the exact sequence weight pi(a) / pi_old(a); GSPO takes "
+                "its |a|-th root, exp(mean of ln rho_t)"),
+        ((a + b) / 2, "that is the arithmetic mean of the ratios; GSPO's is the geometric mean, exp(mean of ln rho_t)"),
+        (math.log(a * b) / 2, "that is the mean log-ratio itself; GSPO's ratio is its exponential"),
+        (1 / math.sqrt(a * b), "that is upside down, pi_old / pi; the ratio is s = (pi(a) / pi_old(a))^(1/|a|)"),
+    )
+
+
+#: DAPO's by-hand group: G = 3 answers of the toy, P(right) = 0.2, a 0/1 reward.
+DRAWS_P, DRAWS_G = 0.2, 3
+
+
+def _draws() -> float:
+    from ..dynamic_sampling import draws_per_kept_group
+    return draws_per_kept_group([DRAWS_P, 1 - DRAWS_P], [1, 0], DRAWS_G)
+
+
+def _draws_mistakes() -> tuple[tuple[float, str], ...]:
+    p, G = DRAWS_P, DRAWS_G
+    flat = p ** G + (1 - p) ** G
+    return (
+        (1 / (1 - (1 - p) ** G), "that counts only the all-wrong groups as flat; an all-right group (p^G) has "
+                                 "zero advantages too"),
+        (flat, "that is P(flat) itself; a kept group costs 1 / (1 - P(flat)) draws on average"),
+        (1 - flat, "that is P(a group is kept); the number of draws per kept group is its inverse"),
+        (G / (1 - flat), "that counts answers (G per group); the question asks for groups"),
+    )
+
+
+#: The by-hand pass@k: n = 10 samples, c = 2 right, k = 4.
+PASS_N, PASS_C, PASS_K = 10, 2, 4
+
+
+def _pass_estimate() -> float:
+    from ..pass_at_k import pass_at_k_estimate
+    return pass_at_k_estimate(PASS_N, PASS_C, PASS_K)
+
+
+def _pass_mistakes() -> tuple[tuple[float, str], ...]:
+    n, c, k = PASS_N, PASS_C, PASS_K
+    return (
+        (1 - (1 - c / n) ** k, "that plugs c / n into 1 - (1 - p)^k, which is biased low; the unbiased estimate "
+                               "is 1 - C(n - c, k) / C(n, k)"),
+        (math.comb(n - c, k) / math.comb(n, k), "that is C(n - c, k) / C(n, k), the chance that k of the n samples "
+                                                "drawn without replacement are all wrong; pass@k is 1 minus it"),
+        (c / n, "that is pass@1, c / n; pass@k asks for at least one right answer among k"),
+        (k * c / n, "that adds k chances of c / n (a union bound, which can exceed 1); pass@k is "
+                    "1 - C(n - c, k) / C(n, k)"),
+    )
+
+
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch16-k2": NumericExercise(
         16, f"k2 of the sampled 5 (pi = {TOKEN_PI}, pi_ref = {TOKEN_REF})", _X ** 2 / 2, 0.002, _k2_mistakes()),
@@ -190,4 +257,12 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-decode": NumericExercise(
         17, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
         _decode_mistakes),
+    "ex-ch18-gspo-ratio": NumericExercise(
+        18, "GSPO's sequence ratio s of the two-token answer (token ratios 1.6 and 0.9)", _gspo_ratio, 0.002,
+        _gspo_mistakes),
+    "ex-ch18-draws": NumericExercise(
+        18, "the expected number of groups drawn per kept group (G = 3, P(right) = 0.2)", _draws, 0.002,
+        _draws_mistakes),
+    "ex-ch18-pass-at-k": NumericExercise(
+        18, "the unbiased pass@4 estimate from 10 samples with 2 right", _pass_estimate, 0.002, _pass_mistakes),
 }

@@ -1,0 +1,94 @@
+"""Chapter 18's live charts: each weighting's exact variance and each clip's share of zeroed tokens on the
+digit chain as its length and the policy's lead grow, DAPO's cost per kept group, and pass@k as training
+sharpens the policy (``rl4llm.viz.charts``).
+
+Each chart stores the library's numbers (``sequence_ratios.reweighted_moments``,
+``dynamic_sampling.draws_per_kept_group``, ``pass_at_k.pass_at_k``) at every position of its sliders;
+the reader's browser redraws from them with no kernel.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..dynamic_sampling import draws_per_kept_group
+from ..pass_at_k import pass_at_k
+from ..sequence_ratios import CHAIN_MAX_EXACT, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences, reweighted_moments
+from .charts import Slider, bar_chart, grid, line_chart
+
+#: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.
+LENGTH = Slider("L", "length L (tokens)", 1, CHAIN_MAX_EXACT, 1, CHAIN_MAX_EXACT, fmt="d")
+LEAD = Slider("steps", "steps pi is ahead", 0, 4, 1, 2, fmt="d")
+#: The chapter's step size for the lead (chapter 7's exact step).
+LEAD_LR = 0.5
+#: The clips whose zeroed share the chapter compares: (label, weighting, eps_low, eps_high).
+CLIPS = (("token clip 0.2", "token_clip") + TOKEN_EPS, ("sequence clip 3e-4", "gspo_clip") + GSPO_EPS,
+         ("sequence clip 0.2", "gspo_clip") + TOKEN_EPS, ("CISPO", "cispo", 0.2, 0.28))
+#: DAPO's group size (every value) and the pass@k chart's training step.
+GROUP = Slider("G", "group size G", 2, 16, 1, 8, fmt="d")
+P_RIGHT = np.round(np.arange(1, 50) / 50, 2)
+
+
+@lru_cache(maxsize=None)
+def chain_values(L: int, steps: int, key: str) -> tuple:
+    """``reweighted_moments(...)[key]`` of every weighting on the chain of L tokens, pi ``steps`` ahead."""
+    task = chain_sequences(L, steps, LEAD_LR)
+    return tuple(reweighted_moments(task, w)[key] for w in WEIGHTINGS)
+
+
+@lru_cache(maxsize=None)
+def clip_shares(L: int, steps: int) -> tuple:
+    """The exact share of zeroed tokens under each clip of ``CLIPS``."""
+    task = chain_sequences(L, steps, LEAD_LR)
+    return tuple(reweighted_moments(task, w, low, high)["zero_share"] for _, w, low, high in CLIPS)
+
+
+def _top(compute, sliders, names) -> float:
+    return 1.15 * max(row[n] for row in grid(compute, sliders, names) for n in names)
+
+
+def variance_chart():
+    """Each weighting's exact variance (trace) of one answer's estimate, on the grid L x lead."""
+    compute = lambda L, steps: chain_values(L, steps, "variance")      # noqa: E731
+    return bar_chart(compute, [LENGTH, LEAD], categories=WEIGHTINGS, correct=0, ymax=_top(compute, [LENGTH, LEAD],
+                     WEIGHTINGS), xlabel="weighting", ylabel="variance of one answer's estimate",
+                     headline="the product weight's variance grows with L", readout="sequence_is")
+
+
+def clip_chart():
+    """The exact share of tokens with zero gradient under each clip, on the grid L x lead."""
+    names = [label for label, *_ in CLIPS]
+    return bar_chart(clip_shares, [LENGTH, LEAD], categories=names, correct=3, ymax=1.15, xlabel="clip",
+                     ylabel="share of tokens with zero gradient",
+                     headline="CISPO zeroes no token; GSPO's tight clip most", readout="CISPO")
+
+
+def cost_chart():
+    """Groups drawn per informative group kept, 1 / (1 - p^G - (1 - p)^G), over P(right) = p, at every G."""
+    def compute(G):
+        return [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in P_RIGHT]]
+    return line_chart(compute, [GROUP], x=P_RIGHT, series=["groups drawn per kept group"], xlabel="P(right answer) p",
+                      ylabel="groups drawn per kept group", headline="refilling costs most at p near 0 or 1",
+                      log_y=True, ydomain=[1, 1000])
+
+
+def pass_at_k_chart(curves: dict, ks) -> object:
+    """pass@k over k of each setting's policies (``curves``: name to an array (seeds, steps + 1) of
+    pi(5)), the mean over seeds at every training step (a slider over every step)."""
+    steps = next(iter(curves.values())).shape[1] - 1
+    step = Slider("t", "training step", 0, steps, 1, steps, fmt="d")
+    ks = np.asarray(ks)
+
+    def compute(t):
+        return [[float(pass_at_k(p[:, t], int(k)).mean()) for k in ks] for p in curves.values()]
+    return line_chart(compute, [step], x=ks, series=list(curves), xlabel="k (answers drawn)", ylabel="pass@k",
+                      headline="sharpening on the one right answer raises pass@k at every k", log_x=True,
+                      ydomain=[0, 1], styles=["solid", "dashed", "dotted"][:len(curves)])
+
+
+#: Every chart of chapter 18 built from the library alone, with its sliders and its numbers.
+CHARTS = {
+    "variance": (variance_chart, [LENGTH, LEAD], lambda L, steps: chain_values(L, steps, "variance"), WEIGHTINGS),
+    "clip": (clip_chart, [LENGTH, LEAD], clip_shares, [label for label, *_ in CLIPS]),
+}

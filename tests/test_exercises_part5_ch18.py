@@ -1,0 +1,55 @@
+"""Chapter 18's checks: each passes the library's number, and gives each typical wrong answer, written here
+the way a student would compute it, the right diagnosis."""
+import math
+
+import numpy as np
+import pytest
+
+from rl4llm import draws_per_kept_group, pass_at_k_estimate, sequence_ratio
+from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
+from rl4llm.exercises._core import MALFORMED
+
+CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k")
+
+
+def test_ids_and_chapter():
+    assert {k: EXERCISES[k] for k in CHAPTER_18} == dict.fromkeys(CHAPTER_18, 18)
+
+
+@pytest.mark.parametrize("exercise,mistake", [(e, i) for e in CHAPTER_18 for i in range(4)])
+def test_every_listed_mistake_gets_its_own_message(exercise, mistake):
+    wrong, explanation = SPECS[exercise].mistakes[mistake]
+    assert check(exercise, wrong) == f"Not yet: {explanation}."
+
+
+@pytest.mark.parametrize("exercise", CHAPTER_18)
+def test_the_value_passes_text_is_refused_and_the_answer_key_holds_it(exercise):
+    assert len(SPECS[exercise].mistakes) == 4
+    assert check(exercise, SPECS[exercise].value).startswith("Correct:")
+    assert check(exercise, "abc") == MALFORMED and exercise in answer_key()
+
+
+def test_values_from_the_library_and_by_hand():
+    log_rho = np.log([[1.6, 0.9]])
+    assert np.isclose(SPECS["ex-ch18-gspo-ratio"].value, sequence_ratio(log_rho, 0 * log_rho, 1 + 0 * log_rho)[0])
+    assert np.isclose(SPECS["ex-ch18-gspo-ratio"].value, 1.2)                      # sqrt(1.44)
+    assert np.isclose(SPECS["ex-ch18-draws"].value, draws_per_kept_group([0.2, 0.8], [1, 0], 3))
+    assert np.isclose(SPECS["ex-ch18-draws"].value, 1 / (1 - 0.2 ** 3 - 0.8 ** 3))
+    assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, pass_at_k_estimate(10, 2, 4))
+    assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, 1 - 70 / 210)
+
+
+def test_students_slips_are_named():
+    # each slip computed the way a student would, not read from the spec
+    assert "product of the token ratios" in check("ex-ch18-gspo-ratio", 1.6 * 0.9)
+    assert "arithmetic mean" in check("ex-ch18-gspo-ratio", (1.6 + 0.9) / 2)
+    assert "mean log-ratio itself" in check("ex-ch18-gspo-ratio", (math.log(1.6) + math.log(0.9)) / 2)
+    assert "upside down" in check("ex-ch18-gspo-ratio", math.sqrt(1 / 1.6 * 1 / 0.9))
+    assert "only the all-wrong groups" in check("ex-ch18-draws", 1 / (1 - 0.8 ** 3))
+    assert "P(flat) itself" in check("ex-ch18-draws", 0.8 ** 3 + 0.2 ** 3)
+    assert "P(a group is kept)" in check("ex-ch18-draws", 1 - 0.8 ** 3 - 0.2 ** 3)
+    assert "counts answers" in check("ex-ch18-draws", 3 / (1 - 0.8 ** 3 - 0.2 ** 3))
+    assert "plugs c / n" in check("ex-ch18-pass-at-k", 1 - 0.8 ** 4)
+    assert "pass@k is 1 minus it" in check("ex-ch18-pass-at-k", math.comb(8, 4) / math.comb(10, 4))
+    assert "that is pass@1" in check("ex-ch18-pass-at-k", 2 / 10)
+    assert "union bound" in check("ex-ch18-pass-at-k", 4 * 2 / 10)
