@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rl4llm.dynamic_sampling import (draws_per_kept_group, dynamic_sampling_exact, dynamic_sampling_run,
-                                     flat_probability)
+                                     flat_probability, groups_drawn_per_kept_group)
 from rl4llm.toy import LOGITS, REWARDS
 from rl4llm.distributions import softmax
 
@@ -22,12 +22,11 @@ def test_flat_probability_by_enumeration():
 
 
 def test_draws_per_kept_group_by_simulation():
-    run = dynamic_sampling_run(True, G=4, n_groups=1, steps=1, lr=1e-9, seed=0)
-    draws = [dynamic_sampling_run(True, G=4, n_groups=1, steps=1, lr=1e-9, seed=s)["groups_drawn"][0]
-             for s in range(3000)]
+    draws = groups_drawn_per_kept_group(softmax(LOGITS), REWARDS, 4, 4000, seed=0)
     exact = draws_per_kept_group(softmax(LOGITS), REWARDS, 4)
-    assert abs(np.mean(draws) - exact) < 4 * np.std(draws, ddof=1) / np.sqrt(len(draws))
-    assert run["answers_drawn"][-1] == 4 * run["groups_drawn"][0]
+    assert draws.min() >= 1 and abs(draws.mean() - exact) < 4 * draws.std(ddof=1) / np.sqrt(draws.size)
+    run = dynamic_sampling_run(True, G=4, n_groups=3, steps=2, seed=0)
+    assert run["answers_drawn"][-1] == 4 * run["groups_drawn"].sum() and np.all(run["groups_drawn"] >= 3)
 
 
 def test_without_dynamic_sampling_every_step_costs_the_batch_and_the_run_tracks_the_exact_path():
@@ -47,6 +46,10 @@ def test_validation():
         flat_probability([0.5, 0.5], [0, 1, 1], 2)
     with pytest.raises(ValueError, match="every group is flat"):
         draws_per_kept_group([1.0, 0.0], [1, 0], 3)
+    with pytest.raises(ValueError, match="every group is flat"):
+        groups_drawn_per_kept_group([1.0, 0.0], [1, 0], 3, 10, seed=0)
+    with pytest.raises(ValueError, match="n_kept must be an integer >= 1"):
+        groups_drawn_per_kept_group([0.5, 0.5], [1, 0], 3, 0, seed=0)
     with pytest.raises(ValueError, match="G must be an integer >= 2"):
         dynamic_sampling_run(G=1)
     with pytest.raises(ValueError, match="lr must be"):

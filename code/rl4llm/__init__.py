@@ -65,7 +65,7 @@ _LAZY = {
                         "two_step_sequences"),
     "cispo": ("cispo_loss",),
     "dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
-                         "flat_probability"),
+                         "flat_probability", "groups_drawn_per_kept_group"),
     "pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}

@@ -36,6 +36,24 @@ def draws_per_kept_group(probs, rewards, G: int) -> float:
     return 1.0 / (1.0 - flat)
 
 
+def groups_drawn_per_kept_group(probs, rewards, G: int, n_kept: int, seed: int) -> np.ndarray:
+    """Simulated: for each of ``n_kept`` kept groups, how many groups of G answers ~ ``probs`` were drawn
+    until one was not flat (seeded); their mean estimates ``draws_per_kept_group``."""
+    flat = flat_probability(probs, rewards, G)
+    if flat >= 1.0:
+        raise ValueError("every group is flat at these probs and rewards: dynamic sampling never fills a batch")
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    probs, rewards = np.asarray(probs, dtype=float), np.asarray(rewards, dtype=float)
+    counts = np.zeros(integer_at_least(n_kept, "n_kept", 1), dtype=int)
+    for i in range(counts.size):
+        r = rewards[sample_groups(probs, G, 1, rng)[0]]
+        counts[i] = 1
+        while r.max() == r.min():
+            r = rewards[sample_groups(probs, G, 1, rng)[0]]
+            counts[i] += 1
+    return counts
+
+
 def _settings(G, n_groups, steps, lr):
     return (integer_at_least(G, "G", 2), integer_at_least(n_groups, "n_groups", 1),
             integer_at_least(steps, "steps", 1), positive_real(lr, "lr"))
