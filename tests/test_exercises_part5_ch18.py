@@ -53,3 +53,28 @@ def test_students_slips_are_named():
     assert "pass@k is 1 minus it" in check("ex-ch18-pass-at-k", math.comb(8, 4) / math.comb(10, 4))
     assert "that is pass@1" in check("ex-ch18-pass-at-k", 2 / 10)
     assert "union bound" in check("ex-ch18-pass-at-k", 4 * 2 / 10)
+
+
+def test_the_coding_exercise_passes_the_library_and_names_each_slip():
+    assert EXERCISES["pass_at_k_estimate"] == 18
+    assert check("pass_at_k_estimate", pass_at_k_estimate).startswith("Correct:")
+    for explanation, mistake in SPECS["pass_at_k_estimate"].mistakes:
+        assert check("pass_at_k_estimate", mistake) == f"Not yet: {explanation}."
+
+
+def _student_with_a_loop(n, c, k):
+    """A right answer written another way: the product form, 1 - prod_{i=n-c+1}^{n} (1 - k / i)."""
+    if n - c < k:
+        return 1.0
+    out = 1.0
+    for i in range(n - c + 1, n + 1):
+        out *= 1 - k / i
+    return 1 - out
+
+
+def test_a_students_variants_and_crashes():
+    assert check("pass_at_k_estimate", _student_with_a_loop).startswith("Correct:")
+    assert "plugs c / n" in check("pass_at_k_estimate", lambda n, c, k: 1 - (1 - c / n) ** k)
+    assert "swapped" in check("pass_at_k_estimate", lambda n, c, k: 1 - math.comb(c, k) / math.comb(n, k))
+    assert check("pass_at_k_estimate", lambda n, c, k: None).startswith("Not yet: your function returned None")
+    assert check("pass_at_k_estimate", lambda n, c, k: 1 / 0).startswith("Not yet: your function raised")

@@ -4,7 +4,7 @@
   hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
 - Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
-  estimate from n samples (by hand).
+  estimate from n samples (by hand); ``pass_at_k_estimate`` (coding).
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The references that need torch are imported on first use.
@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ..memory import kv_bytes_per_token, memory_budget
+from ..pass_at_k import pass_at_k_estimate
 from ..step_time import generation_seconds
 from ._core import FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
@@ -219,7 +220,6 @@ PASS_N, PASS_C, PASS_K = 10, 2, 4
 
 
 def _pass_estimate() -> float:
-    from ..pass_at_k import pass_at_k_estimate
     return pass_at_k_estimate(PASS_N, PASS_C, PASS_K)
 
 
@@ -234,6 +234,27 @@ def _pass_mistakes() -> tuple[tuple[float, str], ...]:
         (k * c / n, "that adds k chances of c / n (a union bound, which can exceed 1); pass@k is "
                     "1 - C(n - c, k) / C(n, k)"),
     )
+
+
+# ---------------------------------------------------------------- pass_at_k_estimate (coding)
+def _pass_case(rng):
+    """The by-hand samples, then random (n, c, k) with 1 <= k <= n and 0 <= c <= n."""
+    if rng is None:
+        return PASS_N, PASS_C, PASS_K
+    n = int(rng.integers(4, 21))
+    return n, int(rng.integers(1, n)), int(rng.integers(2, n))
+
+
+_PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case, n_random=6), (
+    ("that plugs c / n into 1 - (1 - p)^k, which is biased low; the unbiased estimate is "
+     "1 - C(n - c, k) / C(n, k)", lambda n, c, k: 1 - (1 - c / n) ** k),
+    ("that returns C(n - c, k) / C(n, k), the chance that k samples drawn from the n are all wrong; "
+     "pass@k is 1 minus it", lambda n, c, k: math.comb(n - c, k) / math.comb(n, k)),
+    ("the right and wrong counts are swapped: the k samples must avoid the c right ones, so the numerator is "
+     "C(n - c, k)", lambda n, c, k: 1 - math.comb(c, k) / math.comb(n, k)),
+    ("that adds k chances of c / n (a union bound, capped at 1); pass@k is 1 - C(n - c, k) / C(n, k)",
+     lambda n, c, k: min(1.0, k * c / n)),
+))
 
 
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
@@ -265,4 +286,5 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _draws_mistakes),
     "ex-ch18-pass-at-k": NumericExercise(
         18, "the unbiased pass@4 estimate from 10 samples with 2 right", _pass_estimate, 0.002, _pass_mistakes),
+    "pass_at_k_estimate": _PASS_AT_K,
 }
