@@ -68,6 +68,13 @@ def scalar_or_array(x: np.ndarray):
     return float(x) if x.ndim == 0 else x
 
 
+def std_ddof(ddof, name: str = "ddof") -> int:
+    """Rule: the delta degrees of freedom of a group's std, 0 (population, the book's) or 1 (sample, TRL's)."""
+    if isinstance(ddof, bool) or ddof not in (0, 1):
+        raise ValueError(f"{name} must be 0 (population std) or 1 (sample std, as TRL), got {ddof!r}")
+    return int(ddof)
+
+
 def finite_real(x, name: str) -> float:
     """A finite real number (bools are rejected)."""
     if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):

@@ -12,18 +12,12 @@ import numpy as np
 import torch
 
 from ._checks import (as_float_array, at_least, checked, clip_range, finite_real, in_range, one_of, optional,
-                      same_shapes)
+                      same_shapes, std_ddof)
 from .loss_types import LOSS_TYPES
 from .ppo_clip import clip_binds_mask
 
 #: Where GRPO's importance ratio lives: one per token (GRPO, PPO), or one per sequence (GSPO).
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
-
-
-def _ddof(ddof, name):
-    if ddof not in (0, 1) or isinstance(ddof, bool):
-        raise ValueError(f"{name} must be 0 (population std) or 1 (sample std), got {ddof!r}")
-    return ddof
 
 
 def _nonnegative(x, name):
@@ -52,7 +46,7 @@ def _group_of_two_for_ddof_1(args):
                          f"got shape {shape}")
 
 
-@checked(_group_of_two_for_ddof_1, rewards=_rewards, ddof=_ddof, eps=_nonnegative)
+@checked(_group_of_two_for_ddof_1, rewards=_rewards, ddof=std_ddof, eps=_nonnegative)
 def group_advantages(rewards, scale: bool = True, ddof: int = 0, eps: float = 1e-8):
     """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13).
 

@@ -26,22 +26,15 @@ import numpy as np
 import torch
 
 from ._checks import (at_least, checked, clip_range, in_range, integer_at_least, logits_vector, one_of, optional,
-                      positive_real, reward_array, same_shape, same_shapes)
+                      positive_real, reward_array, same_shape, same_shapes, std_ddof)
 from .distributions import entropy, kl_divergence, log_softmax, softmax
 from .estimators import sample_groups
 from .grpo import group_advantages, grpo_loss
-from .loss_types import LOSS_TYPES
 from .importance_sampling import importance_ratios
+from .loss_types import LOSS_TYPES
 from .ppo_clip import clip_binds_mask, clip_fraction, clipped_surrogate_gradient
 from .toy import EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_5, PROMPT, REWARDS
 from .verifier import addition_reward
-
-
-# ----------------------------------------------------------------------------- validation helpers
-def _ddof(ddof, name: str = "ddof") -> int:
-    if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise ValueError(f"{name} must be 0 (population std) or 1 (sample std, as TRL), got {ddof!r}")
-    return int(ddof)
 
 
 # ----------------------------------------------------------------------------- the KL and entropy terms
@@ -131,7 +124,7 @@ def _default_reference(args):
 
 
 @checked(clip_range(), same_shapes("logits", "rewards"), _default_reference, same_shapes("logits", "ref_logits"),
-         G=at_least(2), steps=at_least(1), K=at_least(1), lr=positive_real, ddof=_ddof,
+         G=at_least(2), steps=at_least(1), K=at_least(1), lr=positive_real, ddof=std_ddof,
          beta=in_range(0.0, math.inf), entropy_coef=in_range(0.0, math.inf), seed=at_least(0), logits=logits_vector,
          rewards=reward_array, ref_logits=optional(logits_vector), kl_direction=one_of(("forward", "reverse")))
 def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
@@ -299,7 +292,7 @@ def _group_of_answers(answers, name):
     return answers
 
 
-@checked(clip_range(), answers=_group_of_answers, K=at_least(1), lr=positive_real, ddof=_ddof,
+@checked(clip_range(), answers=_group_of_answers, K=at_least(1), lr=positive_real, ddof=std_ddof,
          loss_type=one_of(LOSS_TYPES))
 def two_step_inner_steps(answers, K: int = 3, lr: float = 2.0, eps_low: float = 0.2,
                          eps_high: float | None = None, loss_type: str = "grpo", scale: bool = True,
@@ -373,7 +366,7 @@ def _lengths_and_cap(args):
         integer_at_least(args["max_completion_length"], "max_completion_length", int(lengths.max()))
 
 
-@checked(_lengths_and_cap, rewards=_group_rewards, loss_type=one_of(LOSS_TYPES), ddof=_ddof)
+@checked(_lengths_and_cap, rewards=_group_rewards, loss_type=one_of(LOSS_TYPES), ddof=std_ddof)
 def aggregation_weights(rewards, lengths, loss_type: str, max_completion_length: int | None = None,
                         scale: bool = True, ddof: int = 0) -> dict:
     """The weight each ``loss_type`` of ``grpo_loss`` gives each answer's tokens, by autograd (chapter 13).

@@ -18,6 +18,7 @@ answers with all their messages, which the static book's answer boxes read at bu
 """
 from __future__ import annotations
 
+from .._checks import checked
 from . import part1, part2, part3, part4, part5
 from ._core import CORRECT, NOT_YET, FunctionExercise, NumericExercise, parse_number
 
@@ -49,16 +50,17 @@ SPECS = _merge(part1, part2, part3, part4, part5)
 EXERCISES: dict[str, int] = {name: spec.chapter for name, spec in SPECS.items()}
 
 
-def _spec(exercise_id: str) -> FunctionExercise | NumericExercise:
-    if exercise_id not in SPECS:
-        raise ValueError(f"exercise_id must be one of {sorted(SPECS)}, got {exercise_id!r}")
-    return SPECS[exercise_id]
+def _known_exercise(exercise_id, name: str) -> str:
+    if not isinstance(exercise_id, str) or exercise_id not in SPECS:
+        raise ValueError(f"{name} must be one of {sorted(SPECS)}, got {exercise_id!r}")
+    return exercise_id
 
 
+@checked(exercise_id=_known_exercise)
 def check(exercise_id: str, answer) -> Verdict:
     """Check ``answer`` (a number, or the student's function) for ``exercise_id``; return the verdict
     (Jupyter displays it). An unknown ``exercise_id`` raises ``ValueError``; a wrong answer never raises."""
-    return Verdict(_spec(exercise_id).verdict(answer))
+    return Verdict(SPECS[exercise_id].verdict(answer))
 
 
 def assert_correct(exercise_id: str, answer) -> None:
