@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rl4llm import group_advantages, grpo_loss
+from rl4llm.loss_types import LOSS_TYPES
 
 
 # ---------- group_advantages ----------
@@ -101,7 +102,7 @@ def random_batch(seed, B=5, T=7):
     return logp, old, adv, mask, ref
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
+@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
 @pytest.mark.parametrize("beta", [0.0, 0.05])
 @pytest.mark.parametrize("eps_high", [None, 0.28])
 def test_grpo_loss_matches_plain_loop(loss_type, beta, eps_high):
@@ -188,7 +189,7 @@ def test_all_masked_batch_is_finite():
         assert float(loss.detach()) == 0.0 and stats["clip_fraction"] == 0.0
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
+@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("extreme", [-1e4, 1e4, -math.inf])
 def test_padding_with_an_extreme_log_prob_changes_nothing(loss_type, dtype, extreme):

@@ -6,6 +6,7 @@ import torch
 
 from rl4llm import CORRECT, LOGITS, REWARDS, entropy, kl_divergence, softmax
 from rl4llm.grpo import group_advantages
+from rl4llm.loss_types import LOSS_TYPES
 from rl4llm.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, entropy_gradient,
                              forward_kl_gradient, grpo_slider_run, grpo_toy_run, k3_loss_gradient,
                              reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
@@ -203,7 +204,7 @@ def test_two_step_bad_input(kwargs, name):
 REW, LEN = np.array([1.0, 1.0, 0.0, 0.0]), np.array([2, 8, 2, 8])
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
+@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
 def test_aggregation_weights_match_closed_forms(loss_type):
     A = group_advantages(REW)
     out = aggregation_weights(REW, LEN, loss_type, max_completion_length=8)
