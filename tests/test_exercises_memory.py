@@ -53,3 +53,47 @@ def test_the_split_experiment(completion):
     best = min(walls, key=lambda split: walls[split]["one_step_off"]["wall"])
     assert best == 3
     assert walls[best]["one_step_off"]["wall"] < walls[best]["synchronous"]["wall"]
+
+
+def _student_kv_bytes(n_layers, n_kv_heads, head_dim, precision="bf16"):
+    """A right answer written another way: a key and a value of head_dim numbers per head, summed layer by layer."""
+    bits = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8}[precision]
+    return sum(2 * n_kv_heads * head_dim * bits // 8 for _ in range(n_layers))
+
+
+def test_the_kv_coding_exercise_passes_the_library_and_a_students_loop():
+    from rl4llm import kv_bytes_per_token
+    assert EXERCISES["kv_bytes_per_token"] == 17
+    assert check("kv_bytes_per_token", kv_bytes_per_token).startswith("Correct:")
+    assert check("kv_bytes_per_token", _student_kv_bytes).startswith("Correct:")
+    assert kv_bytes_per_token(32, 32, 128, "fp16") == 2 * 32 * 32 * 128 * 2 == 2 ** 19       # 0.5 MiB
+
+
+def test_the_kv_cases_cover_every_precision_and_the_default():
+    calls = SPECS["kv_bytes_per_token"].calls()
+    assert calls[0].args == (32, 32, 128) and calls[0].kwargs == {"precision": "fp16"}
+    assert {c.kwargs.get("precision", "bf16") for c in calls} == {"fp32", "bf16", "fp16", "fp8"}
+    assert any("precision" not in c.kwargs for c in calls)
+
+
+@pytest.mark.parametrize("slip,needle", [
+    (lambda L, n, d, precision="bf16": L * n * d * {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}[precision],
+     "the factor 2 is missing"),
+    (lambda L, n, d, precision="bf16": 2 * L * n * d * {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8}[precision],
+     "counts bits, not bytes"),
+    (lambda L, n, d, precision="bf16": 2 * n * d * {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}[precision],
+     "one layer's cache"),
+    (lambda L, n, d, precision="bf16": 2 * L * n * d * 2, "the precision is ignored"),
+])
+def test_the_kv_slips_written_as_a_student_would_are_named(slip, needle):
+    assert needle in check("kv_bytes_per_token", slip)
+
+
+def test_every_kv_mistake_gets_its_own_message_and_crashes_are_reported():
+    spec = SPECS["kv_bytes_per_token"]
+    assert len(spec.mistakes) == 4
+    for explanation, mistake in spec.mistakes:
+        assert check("kv_bytes_per_token", mistake) == f"Not yet: {explanation}."
+    assert check("kv_bytes_per_token", lambda L, n, d, precision="bf16": None).startswith(
+        "Not yet: your function returned None")
+    assert check("kv_bytes_per_token", lambda L, n, d: 2 * L * n * d * 2).startswith("Not yet: your function raised")

@@ -2,7 +2,8 @@
 
 - Chapter 16: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
   hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
-- Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand).
+- Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand);
+  the KV cache's bytes per token ``kv_bytes_per_token`` (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
   estimate from n samples (by hand); ``pass_at_k_estimate`` (coding).
 
@@ -15,10 +16,10 @@ import math
 
 import numpy as np
 
-from ..memory import kv_bytes_per_token, memory_budget
+from ..memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
 from ..pass_at_k import pass_at_k_estimate
 from ..step_time import generation_seconds
-from ._core import FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
 kl_estimators = imported_on_call("kl_leashes", "kl_estimators")          # rl4llm.kl_leashes imports torch
 
@@ -172,6 +173,38 @@ def _decode_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- kv_bytes_per_token (coding)
+def _kv_case(rng):
+    """Llama-2-7B in fp16 (the chapter's 0.5 MiB a token), then random shapes, the precision by name;
+    the second random case leaves it at its default, bf16."""
+    if rng is None:
+        return Call((32, 32, 128), {"precision": "fp16"})
+    shape = (int(rng.integers(1, 49)), int(rng.integers(1, 17)), int(rng.choice([64, 80, 128])))
+    return Call(shape, {"precision": str(rng.choice(sorted(PRECISION_BYTES)))})
+
+
+def _kv_cases() -> list:
+    cases = toy_and_random(_kv_case)()
+    return cases[:2] + [Call(cases[2].args)] + cases[3:]
+
+
+def _kv_slip(n_layers, n_kv_heads, head_dim, precision="bf16", *, pairs=2, layers=True, number_bytes=None):
+    b = PRECISION_BYTES[precision] if number_bytes is None else number_bytes
+    return pairs * (n_layers if layers else 1) * n_kv_heads * head_dim * b
+
+
+_KV_BYTES = FunctionExercise(17, kv_bytes_per_token, _kv_cases, (
+    ("the factor 2 is missing: every layer caches a key AND a value for each key-value head",
+     lambda *a, **k: _kv_slip(*a, pairs=1, **k)),
+    ("that counts bits, not bytes: a bf16 number is 16 bits but 2 bytes (fp32 4, fp8 1)",
+     lambda *a, **k: _kv_slip(*a, **k) * 8),
+    ("that is one layer's cache; every one of the n_layers layers keeps its own keys and values",
+     lambda *a, **k: _kv_slip(*a, layers=False, **k)),
+    ("the precision is ignored: 2 bytes a number is bf16's (and fp16's); fp32 takes 4 and fp8 1",
+     lambda *a, **k: _kv_slip(*a[:3], number_bytes=2)),
+))
+
+
 # ============================================================================ chapter 18
 #: The by-hand answer: two tokens whose ratios pi / pi_old are 1.6 and 0.9.
 GSPO_RATIOS = (1.6, 0.9)
@@ -278,6 +311,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-decode": NumericExercise(
         17, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
         _decode_mistakes),
+    "kv_bytes_per_token": _KV_BYTES,
     "ex-ch18-gspo-ratio": NumericExercise(
         18, "GSPO's sequence ratio s of the two-token answer (token ratios 1.6 and 0.9)", _gspo_ratio, 0.002,
         _gspo_mistakes),
