@@ -2,8 +2,8 @@
 
     python scripts/make_course.py
 
-writes course/source/part1/part1.ipynb ... part4/part4.ipynb (Part I: chapters 1-5, II: 6-9,
-III: 10-13, IV: 14-16). Run it after changing a chapter's coding exercises; tests/test_grading.py
+writes course/source/part1/part1.ipynb ... part5/part5.ipynb (Part I: chapters 1-5, II: 6-9,
+III: 10-13, IV: 14-15, V and the summary: 16-19). Run it after changing a chapter's coding exercises; tests/test_grading.py
 fails while the course and the chapters disagree. The instructor guide (book/instructor_guide.ipynb)
 gives the nbgrader commands that release, collect and autograde them.
 """

@@ -33,8 +33,8 @@ def _chapter(path) -> int:
     return int(path.name[:2])
 
 
-def test_there_are_sixteen_chapters():
-    assert [_chapter(p) for p in CHAPTERS] == list(range(1, 17))
+def test_there_are_nineteen_chapters():
+    assert [_chapter(p) for p in CHAPTERS] == list(range(1, 20))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -125,4 +125,4 @@ def test_every_experiment_is_worth_its_rubric():
     from rl4llm.syllabus import RUBRICS, kind, points, total
 
     experiments = [e for path in CHAPTERS for e in exercises(path) if kind(e) == "experiment"]
-    assert len(experiments) == 24 and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}
+    assert len(experiments) == 28 and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}

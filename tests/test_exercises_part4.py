@@ -1,4 +1,4 @@
-"""The checks of Part IV (chapters 14-16): each passes the library's function or number, and gives
+"""The checks of Part IV (chapters 14-15) and of the summary (chapter 19): each passes the library's function or number, and gives
 each typical wrong answer, written here the way a student would write it, the right diagnosis."""
 import math
 import re
@@ -20,7 +20,7 @@ from rl4llm.statistics import seeds_needed
 from rl4llm.verifier import EOS_MARKER
 
 PART4 = {"ex-ch14-seeds": 14, "addition_reward": 14, "ex-ch15-split": 15, "data_parallel_loss": 15,
-         "ex-ch16-k3": 16, "run_exact_gradient": 16}
+         "ex-ch19-k3": 19, "run_exact_gradient": 19}
 
 
 def test_part4_ids_and_chapters():
@@ -298,9 +298,9 @@ def test_the_data_parallel_cases_split_unevenly():
         assert len(set(counts)) > 1
 
 
-# ----------------------------------------------------------------------------- ex-ch16-k3
+# ----------------------------------------------------------------------------- ex-ch19-k3
 def test_k3_by_hand():
-    spec = SPECS["ex-ch16-k3"]
+    spec = SPECS["ex-ch19-k3"]
     assert spec.value == pytest.approx(0.25 - math.log(0.25) - 1)
     # the same number from grpo_loss, one token with advantage 0 and beta = 1
     logp = torch.tensor([[math.log(0.8)]], dtype=torch.float64)
@@ -308,13 +308,13 @@ def test_k3_by_hand():
     loss, _ = grpo_loss(logp, logp, torch.zeros(1, dtype=torch.float64), torch.ones(1, 1), beta=1.0, ref_logp=ref)
     assert float(loss) == pytest.approx(spec.value)
     for answer in (spec.value, "0.6363", "0.636"):
-        assert check("ex-ch16-k3", answer).startswith("Correct:"), answer
-    assert "upside down" in check("ex-ch16-k3", 4 - math.log(4) - 1)
-    assert "k1" in check("ex-ch16-k3", math.log(4))
-    assert "never negative" in check("ex-ch16-k3", 0.25 + math.log(0.25) - 1)
-    assert "log10" in check("ex-ch16-k3", 0.25 - math.log10(0.25) - 1)
-    assert check("ex-ch16-k3", 0.1).startswith("Not yet: that is not within")
-    assert check("ex-ch16-k3", "abc") == MALFORMED
+        assert check("ex-ch19-k3", answer).startswith("Correct:"), answer
+    assert "upside down" in check("ex-ch19-k3", 4 - math.log(4) - 1)
+    assert "k1" in check("ex-ch19-k3", math.log(4))
+    assert "never negative" in check("ex-ch19-k3", 0.25 + math.log(0.25) - 1)
+    assert "log10" in check("ex-ch19-k3", 0.25 - math.log10(0.25) - 1)
+    assert check("ex-ch19-k3", 0.1).startswith("Not yet: that is not within")
+    assert check("ex-ch19-k3", "abc") == MALFORMED
 
 
 def test_k3_depends_only_on_the_sampled_token():
@@ -370,7 +370,7 @@ def test_typical_exact_gradient_learners_get_their_diagnosis(student, says):
 
 def test_answer_key_holds_part4_by_hand_exercises():
     key = answer_key()
-    for exercise in ("ex-ch14-seeds", "ex-ch15-split", "ex-ch16-k3"):
+    for exercise in ("ex-ch14-seeds", "ex-ch15-split", "ex-ch19-k3"):
         assert key[exercise]["chapter"] == PART4[exercise]
         assert len(key[exercise]["mistakes"]) >= 3
     assert Fraction(key["ex-ch15-split"]["value"]).limit_denominator(100) == Fraction(1, 6)

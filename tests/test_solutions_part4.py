@@ -1,9 +1,9 @@
-"""Part IV's solutions (chapters 14-16) and chapter 16's claims, and the intro's promises, checked by
+"""Part IV's solutions (chapters 14-15 and 19) and chapter 19's claims, and the intro's promises, checked by
 running them.
 
 Every number a solution of chapters 14-16 states is recomputed here with the code the solution gives
 (for chapters 14 and 15, whose trained digits depend on the CPU, the solutions state only what holds
-on every CPU, and these tests check those statements); claims of chapter 16's prose that no printed
+on every CPU, and these tests check those statements); claims of chapter 19's prose that no printed
 output shows, and the intro's statements about the book (exercise labels, sliders, pinned versions),
 are checked against the library and the notebooks themselves.
 """
@@ -22,6 +22,7 @@ from rl4llm.onpolicy import on_policy_loop
 from rl4llm import with_correct_mass
 from rl4llm.statistics import noise_floor, standard_error, verdict
 from rl4llm.toy_grpo import run_over_seeds
+from rl4llm.viz.charts import MIME_TYPE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -37,13 +38,13 @@ def _markdown(path):
                      if c["cell_type"] == "markdown")
 
 
-# ----------------------------------------------------------------------------- ex-ch16-knobs
+# ----------------------------------------------------------------------------- ex-ch19-knobs
 def test_knobs_solution_ppo_step_saturates_in_K():
     got = [round(float(toy_methods.run_ppo(steps=1, K=K)[1]), 4) for K in (1, 4, 16, 64, 256)]
     assert got == [0.2408, 0.2569, 0.3026, 0.3639, 0.3639]
 
 
-# ----------------------------------------------------------------------------- ex-ch16-samples
+# ----------------------------------------------------------------------------- ex-ch19-samples
 @pytest.fixture(scope="module")
 def head_start():
     variants = {
@@ -92,7 +93,7 @@ def test_samples_solution_std_divisors():
     assert round(factors[2], 4) == 2.3094
 
 
-# ----------------------------------------------------------------------------- chapter 16's prose
+# ----------------------------------------------------------------------------- chapter 19's prose
 @pytest.fixture(scope="module")
 def curves():
     return toy_methods.method_curves(steps=30, seeds=range(32))
@@ -162,7 +163,7 @@ def test_the_gap_shrinks_with_a_larger_group():
 
 
 def test_grpo_loss_puts_the_k3_penalty_inside_the_per_token_average():
-    """The formula of chapter 16, computed by hand, against ``grpo_loss`` (loss_type "grpo")."""
+    """The formula of chapter 19, computed by hand, against ``grpo_loss`` (loss_type "grpo")."""
     gen = torch.Generator().manual_seed(0)
     B, T, beta, eps = 3, 5, 0.1, 0.2
     logp = -torch.rand(B, T, generator=gen, dtype=torch.float64) - 0.1
@@ -191,23 +192,27 @@ def test_exercise_labels_name_their_chapter():
 
 
 def test_intro_slider_claims():
-    """Chapters 1-13 have sliders: a live chart (chapters 1, 2 and 4, drawn in the browser from the
-    library's grid), or a live widget and its kernel-free animation; 14 has a playground of sliders;
-    15 and 16 have none."""
+    """Chapters 1-13 and 16-18 put their sliders on live charts (a stored Vega-Lite chart that redraws
+    in the browser from the library's grid, no widget, no animation); 14 has a playground of sliders;
+    15 and 19 have none."""
     live = re.compile(r"\blive\(|\binteract\(|interactive_output|widgets\.\w*Slider|grpo_playground\(")
     animation = re.compile(r"\btwin\(|to_jshtml")
-    chart = re.compile(r"^\w+_chart\(\)$", re.M)
     for path in CHAPTERS:
         number, cells = int(path.name[:2]), _code_cells(path)
+        outputs = [o for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
+                   for o in c.get("outputs", [])]
+        has_chart = any(MIME_TYPE in o.get("data", {}) for o in outputs)
         has_live = any(live.search(cell) for cell in cells)
-        if number in (1, 2, 4):
-            assert any(chart.search(cell) for cell in cells) and not has_live, path.name
-        elif number <= 13:
-            assert has_live and any(animation.search(cell) for cell in cells), path.name
+        assert not any(animation.search(cell) for cell in cells), path.name
+        if number <= 13 or 16 <= number <= 18:
+            assert has_chart and not has_live, path.name
         elif number == 14:
-            assert any("grpo_playground(" in cell for cell in cells)
+            assert any("grpo_playground(" in cell for cell in cells) and not has_chart
         else:
-            assert not has_live, path.name
+            assert not has_live and not has_chart, path.name
+    intro = " ".join((BOOK / "intro.md").read_text().split())
+    assert "Chapters 1 to 13 and 16 to 18 put their main knobs on sliders" in intro
+    assert "Chapter 15 (a line-by-line check against TRL) and chapter 19 (the summary) have none" in intro
 
 
 def test_intro_pins_for_colab_match_requirements():
@@ -245,7 +250,7 @@ def _stored_output(path, needle):
     return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
 
 
-CH14, CH15, CH16 = (BOOK / "14_tiny_transformer.ipynb", BOOK / "15_to_trl.ipynb", BOOK / "16_summary.ipynb")
+CH14, CH15, CH19 = (BOOK / "14_tiny_transformer.ipynb", BOOK / "15_to_trl.ipynb", BOOK / "19_summary.ipynb")
 
 
 # ----------------------------------------------------------------------------- ex-ch14-seeds
@@ -392,9 +397,9 @@ def test_ch15_default_lr_solution_quotes_the_chapters_statements():
     assert "by at least 0.15 and 0.1" in solution and "within 0.02 of the warm start (0.2680)" in solution
 
 
-# ============================================================================= chapter 16
-# ----------------------------------------------------------------------------- ex-ch16-k3
-def test_ch16_k3_solution():
+# ============================================================================= chapter 19 (the summary)
+# ----------------------------------------------------------------------------- ex-ch19-k3
+def test_ch19_k3_solution():
     import math
     logp = torch.tensor([[math.log(0.8)]])
     ref = torch.tensor([[math.log(0.2)]])
@@ -419,11 +424,11 @@ def test_ch16_k3_solution():
     assert values.min() == 0.0 and grid[values.argmin()] == 0.0 and np.all(values[grid != 0] > 0)
 
 
-# ----------------------------------------------------------------------------- ex-ch16-write-exact-gradient
-def test_ch16_exact_gradient_solution():
+# ----------------------------------------------------------------------------- ex-ch19-write-exact-gradient
+def test_ch19_exact_gradient_solution():
     from rl4llm.toy_methods import run_exact_gradient
     assert round(float(run_exact_gradient(30, 7 / 8)[30]), 4) == 0.9561
-    printed = _stored_output(CH16, "exact gradient, lr = 1:")
+    printed = _stored_output(CH19, "exact gradient, lr = 1:")
     assert "exact gradient, lr = 7/8: 0.9561" in printed
     # without the baseline the step adds J pi, and the toy's curves part from the first step on
     pi = softmax(LOGITS)
@@ -433,6 +438,6 @@ def test_ch16_exact_gradient_solution():
     assert abs(no_baseline - run_exact_gradient(1)[1]) > 1e-3
 
 
-def test_ch16_samples_is_the_experiment():
-    text = _markdown(CH16)
-    assert "```{exercise} Same budget of samples (experiment)\n:label: ex-ch16-samples" in text
+def test_ch19_samples_is_the_experiment():
+    text = _markdown(CH19)
+    assert "```{exercise} Same budget of samples (experiment)\n:label: ex-ch19-samples" in text

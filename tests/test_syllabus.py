@@ -1,5 +1,6 @@
-"""The syllabus (rl4llm.syllabus): four weeks that cover the book once, in order, and assign each
-chapter's checked work and its work graded by hand; a project on chapter 14's trainer."""
+"""The syllabus (rl4llm.syllabus): five weeks that cover the book once, in order, and assign each
+chapter's checked work and its work graded by hand; a project on chapter 14's trainer, due by the end
+of Part IV, so that a four-week module (Parts I-IV) holds it too."""
 from dataclasses import fields
 from pathlib import Path
 
@@ -10,11 +11,11 @@ from rl4llm.trainer import GRPOConfig
 CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_four_weeks_cover_every_chapter_once_in_order_as_the_parts_do():
-    assert len(WEEKS) == 4 and all(len(week.lectures) == 2 for week in WEEKS)
-    assert [c for week in WEEKS for c in week.chapters] == list(range(1, 17))
+def test_five_weeks_cover_every_chapter_once_in_order_as_the_parts_do():
+    assert len(WEEKS) == 5 and all(len(week.lectures) == 2 for week in WEEKS)
+    assert [c for week in WEEKS for c in week.chapters] == list(range(1, 20))
     assert [tuple(week.chapters) for week in WEEKS] == [tuple(numbers) for _, numbers in PARTS.values()]
-    assert set(CHAPTER_OBJECTIVES) == set(MINUTES) == set(range(1, 17))
+    assert set(CHAPTER_OBJECTIVES) == set(MINUTES) == set(range(1, 20))
     assert all(read > 0 and work > 0 for read, work in MINUTES.values())
 
 
@@ -30,6 +31,7 @@ def test_each_chapter_assigns_its_checked_work_and_one_of_each_kind_graded_by_ha
 
 
 def test_the_project_runs_on_chapter_14s_trainer_within_the_module():
-    assert 1 <= PROJECT.week_released <= PROJECT.week_due == len(WEEKS)
+    part_iv = next(n for n, week in enumerate(WEEKS, 1) if 14 in week.chapters)
+    assert 1 <= PROJECT.week_released <= PROJECT.week_due == part_iv < len(WEEKS)
     assert "GRPOTrainer" in PROJECT.brief and "GRPOConfig" in PROJECT.brief and "chapter14_config" in PROJECT.brief
     assert {"seed", "device", "num_threads"} <= {f.name for f in fields(GRPOConfig)}

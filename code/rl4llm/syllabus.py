@@ -1,6 +1,6 @@
 """The course as data, for an instructor: every exercise's kind, objective and points, the rubrics
-of the work graded by hand, the 4-week syllabus (lectures, reading, what is due) and the end-of-module
-project. The instructor guide (book/instructor_guide.ipynb) prints its tables from here;
+of the work graded by hand, the 5-week syllabus (lectures, reading, what is due; a four-week module
+stops after Part IV) and the end-of-module project. The instructor guide (book/instructor_guide.ipynb) prints its tables from here;
 ``tests/test_coursework.py`` and ``tests/test_syllabus.py`` hold every exercise of the book to it.
 
 Kinds. A chapter names an exercise's kind at the end of its title, "(by hand)", "(coding)" or
@@ -40,7 +40,7 @@ UNTITLED_KINDS = {
         "ex-ch15-kl-correction", "ex-ch15-four-processes"], "written"),
     **dict.fromkeys([
         "ex-ch04-gibbs", "ex-ch04-half", "ex-ch05-reliable-zero", "ex-ch10-reverse", "ex-ch11-early-stop",
-        "ex-ch14-clip", "ex-ch16-knobs"], "experiment"),
+        "ex-ch14-clip", "ex-ch19-knobs"], "experiment"),
 }
 
 #: What a student can do after each exercise (by label).
@@ -132,10 +132,28 @@ OBJECTIVES = {
     "ex-ch15-split": "compute by hand the bnpo loss two data-parallel processes follow",
     "ex-ch15-write-data-parallel": "implement the loss that P processes follow for every aggregation",
     "ex-ch15-default-lr": "rerun TRL with its default learning rate and explain what the tiny model does",
-    "ex-ch16-knobs": "name each method's step-size knob and check it by halving and doubling it",
-    "ex-ch16-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
-    "ex-ch16-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
-    "ex-ch16-write-exact-gradient": "implement the exact-gradient learner every method approximates",
+    "ex-ch16-k2": "compute the k2 estimate of one token by hand and say what it estimates",
+    "ex-ch16-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
+    "ex-ch16-dapo-weight": "compute the weight the dapo aggregation gives each token of a long answer",
+    "ex-ch16-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
+    "ex-ch16-beta": "predict and measure where each KL leash holds the toy at another beta",
+    "ex-ch17-bytes": "add up the bytes of weights, gradients, optimizer state and reference for a 3B run",
+    "ex-ch17-zero2": "compute what ZeRO-2 leaves on each of 8 GPUs",
+    "ex-ch17-kv": "compute the KV cache of a sampling step from a model's shape",
+    "ex-ch17-decode": "say whether one decoding step is bound by memory bandwidth or by FLOPs, and its time",
+    "ex-ch17-write-kv-bytes": "implement the KV cache's bytes per token from a model's shape",
+    "ex-ch17-split": "find the split of GPUs between sampler and trainer that minimises a step, and whether it moves",
+    "ex-ch18-gspo-ratio": "compute GSPO's length-normalised ratio of a two-token answer and contrast it with the "
+                          "exact sequence weight",
+    "ex-ch18-draws": "compute the groups dynamic sampling draws per kept group, 1 / (1 - p^G - (1 - p)^G)",
+    "ex-ch18-pass-at-k": "compute the unbiased pass@k estimate from n samples and contrast it with the plug-in",
+    "ex-ch18-write-pass-at-k": "implement the unbiased pass@k estimator 1 - C(n - c, k) / C(n, k)",
+    "ex-ch18-length": "predict and measure the length at which the product weight's second moment reaches 10",
+    "ex-ch18-group-mean": "test whether dynamic sampling's 1 / (1 - P(flat)) cost holds with Dr. GRPO's advantages",
+    "ex-ch19-knobs": "name each method's step-size knob and check it by halving and doubling it",
+    "ex-ch19-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
+    "ex-ch19-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
+    "ex-ch19-write-exact-gradient": "implement the exact-gradient learner every method approximates",
 }
 
 #: Points of an exercise of each kind; a kind graded by hand has a rubric that adds up to them.
@@ -182,7 +200,8 @@ class Week:
         return tuple(c for lecture in self.lectures for c in lecture.chapters)
 
 
-#: Four weeks, two lectures each, one part of the book a week.
+#: Five weeks, two lectures each, one part of the book a week (Part V and the summary share the last; a
+#: four-week module stops after Part IV).
 WEEKS = (
     Week("Part I: from softmax to SFT", (Lecture("Distributions, decoding and strings", (1, 2, 3)),
                                          Lecture("Cross-entropy, SFT and the two KLs", (4, 5)))),
@@ -191,7 +210,11 @@ WEEKS = (
     Week("Part III: reusing samples, trust regions, GRPO", (Lecture("Importance sampling and PPO's clip", (10, 11)),
                                                             Lecture("Credit assignment and GRPO", (12, 13)))),
     Week("Part IV: GRPO on a real model", (Lecture("GRPO on a tiny transformer", (14,)),
-                                           Lecture("From the book to TRL; the methods side by side", (15, 16)))),
+                                           Lecture("From the book to TRL", (15,)))),
+    Week("Part V: after GRPO, and the summary", (
+        Lecture("Every estimator against the exact gradient; where the KL goes", (16,)),
+        Lecture("The arithmetic of a real run; sequence ratios, dynamic sampling, pass@k; every method side "
+                "by side", (17, 18, 19)))),
 )
 
 #: What a student can do after each chapter.
@@ -228,14 +251,20 @@ CHAPTER_OBJECTIVES = {
     15: "map the book's knobs onto TRL's GRPOConfig and spot the defaults that change the algorithm; check TRL's "
         "loss against the book's on one batch; compute what splitting a batch over processes does to each "
         "normaliser",
-    16: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
+    16: "compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the KL "
+        "estimators k1, k2, k3 apart and which gradient each leash follows",
+    17: "add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time "
+        "(sampling, training, weight sync; synchronous against asynchronous)",
+    18: "compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
+        "pass@k and its unbiased estimator",
+    19: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
         "penalty and contrast it with k1",
 }
 
 #: Estimated minutes per chapter: (reading its text and code, doing its exercises).
 MINUTES = {1: (25, 40), 2: (35, 55), 3: (30, 45), 4: (40, 60), 5: (55, 75), 6: (60, 75), 7: (45, 60),
            8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (75, 90), 14: (60, 75),
-           15: (50, 75), 16: (35, 50)}
+           15: (50, 75), 16: (60, 75), 17: (45, 60), 18: (55, 70), 19: (35, 50)}
 
 
 @dataclass(frozen=True)
@@ -292,7 +321,7 @@ def total(rubric) -> int:
 
 
 def assigned(chapter_exercises: list[Exercise]) -> list[Exercise]:
-    """What the 4-week plan assigns from one chapter: every by-hand and coding exercise (checked
+    """What the syllabus assigns from one chapter: every by-hand and coding exercise (checked
     automatically), its first written exercise and its first experiment (graded by hand)."""
     chosen = [e for e in chapter_exercises if kind(e) in ("by hand", "coding")]
     for graded_by_hand in ("written", "experiment"):

@@ -1,6 +1,6 @@
 """Auto-checks for the book's exercises: ``check(exercise_id, answer)``.
 
-Every chapter (1-16) closes with exercises; the checked ones have an id here:
+Every chapter (1-19) closes with exercises; the checked ones have an id here:
 
 - a **function exercise** has the name of the library function the student writes, with the same
   signature (``"softmax"``, ``"policy_gradient"``, ``"gae"``, ...): ``answer`` is the student's

@@ -1,8 +1,8 @@
-"""Checked exercises of Part IV (chapters 14-16): GRPO on a real model, TRL, the summary.
+"""Checked exercises of Part IV (chapters 14-15: GRPO on a real model, TRL) and of the summary (chapter 19).
 
 - Chapter 14: how many seeds a comparison needs (by hand); the safe verifier ``addition_reward``.
 - Chapter 15: ``bnpo`` on two processes (by hand); the all-reduced loss ``data_parallel_loss``.
-- Chapter 16: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
+- Chapter 19: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The verifier's cases are strings only, each harmless even if a student's function hands it to
@@ -371,8 +371,8 @@ _DATA_PARALLEL_LOSS = FunctionExercise(15, imported_on_call("data_parallel", "da
 ), helpers=HELPERS + ("grpo.grpo_loss",))
 
 
-# ============================================================================ chapter 16
-# ---------------------------------------------------------------- ex-ch16-k3 (by hand)
+# ============================================================================ chapter 19 (the summary)
+# ---------------------------------------------------------------- ex-ch19-k3 (by hand)
 #: The by-hand question: pi_theta(5) after RL, against the reference (the toy before RL), pi_ref(5) = 0.2.
 K3_PI_5 = 0.8
 
@@ -439,7 +439,7 @@ def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, b
     return np.array(curve)
 
 
-_RUN_EXACT_GRADIENT = FunctionExercise(16, run_exact_gradient, _exact_cases, (
+_RUN_EXACT_GRADIENT = FunctionExercise(19, run_exact_gradient, _exact_cases, (
     ("the sign is flipped: RL ASCENDS on J, z <- z + lr grad J (descent lowers pi(best))",
      lambda *a, **k: _exact_variant(*a, **k, sign=-1.0)),
     ("the baseline is missing: grad J = pi * (r - J), not pi * r",
@@ -462,8 +462,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         15, "the bnpo loss that two data-parallel processes follow", split_loss("bnpo", 2), 5e-4,
         _split_mistakes()),
     "data_parallel_loss": _DATA_PARALLEL_LOSS,
-    "ex-ch16-k3": NumericExercise(
-        16, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
+    "ex-ch19-k3": NumericExercise(
+        19, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
         _k3_mistakes()),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }
