@@ -26,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
 from test_browser import CHROMIUM, FLAGS, _QuietHandler  # noqa: E402
-from test_browser_charts import ALL_LINE_CHARTS, LINE_CHARTS, open_chapter  # noqa: E402
-from test_charts import CHARTS  # noqa: E402
+from test_browser_charts import PAGES, chart_sliders, open_chapter  # noqa: E402
 
 #: A move: the slider's input set to a position and its input event fired, as a key press does.
 MOVE_JS = """([i, k, value]) => {
@@ -55,11 +54,8 @@ def main() -> None:
     rng = random.Random(0)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        # every chart: its name, its chapter, its index on the page, its sliders (a marker last)
-        every = [(chapter, chapter, 0, sliders) for chapter, (_, sliders, _, _) in CHARTS.items()]
-        every += [(name, *LINE_CHARTS[name], sliders + ([marker] if marker else []))
-                  for name, (_, sliders, marker, *_) in ALL_LINE_CHARTS.items()]
-        for name, chapter, index, sliders in every:
+        for name, (chapter, index) in PAGES.items():      # every chart of the book, its sliders (a marker last)
+            sliders = chart_sliders(name)
             for width in (1280, 390):
                 context, page, _ = open_chapter(browser, site, chapter, width)
                 times = []
@@ -72,7 +68,7 @@ def main() -> None:
                                                arg=[index, n])
                     times = page.evaluate(f"() => window.rl4llmCharts[{index}].redraws")
                 times.sort()
-                print(f"{name:<26} {width:>4} px  {'x'.join(str(s.positions) for s in sliders):>10} positions  "
+                print(f"{name:<30} {width:>4} px  {'x'.join(str(s.positions) for s in sliders):>10} positions  "
                       f"redraw median {statistics.median(times):5.1f} ms, p90 {times[int(0.9 * len(times))]:5.1f} ms, "
                       f"max {times[-1]:5.1f} ms ({len(times)} moves)")
                 context.close()

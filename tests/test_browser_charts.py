@@ -16,10 +16,8 @@ import statistics
 import numpy as np
 import pytest
 
-from rl4llm import VOCAB
 from test_browser import browser, site  # noqa: F401  (fixtures: the served site, Chromium)
-from test_charts import CHARTS, PART3_CHARTS
-from test_charts import LINE_CHARTS as PART12_CHARTS
+from test_charts import CHARTS, LINE_CHARTS
 
 WIDTHS = (1280, 390)
 MAX_MEDIAN_MS = 50.0
@@ -106,19 +104,26 @@ def moves(page, index: int, slider: int):
 
 def check_drawn(chapter: str, state: dict, how: str) -> None:
     """The bars are the library's numbers at the sliders' values; value, title and descriptions follow."""
-    _, sliders, library, _ = CHARTS[chapter]
-    values = {s.name: s.cast(state["signals"][s.name]) for s in sliders}
-    for s in sliders:
+    _, sliders, library, categories, *_ = CHARTS[chapter]
+    values = check_sliders(sliders, state, how)
+    tokens = [str(t) for t in categories]
+    np.testing.assert_allclose([state["bars"][t] for t in tokens], library(**values), rtol=0, atol=1e-6, err_msg=how)
+    assert all(f"answer {t}: " in state["description"] for t in tokens), how
+
+
+def check_sliders(every, state: dict, how: str) -> dict:
+    """The sliders' values (each on its grid); the value beside each slider, its aria-valuetext, the title
+    and the description follow them."""
+    values = {s.name: s.cast(state["signals"][s.name]) for s in every}
+    for s in every:
         assert np.any(np.isclose(s.values, values[s.name], rtol=0, atol=1e-9)), f"{how}: {s.name} off the grid"
-    expected = library(**values)
-    tokens = [str(t) for t in VOCAB]
-    np.testing.assert_allclose([state["bars"][t] for t in tokens], expected, rtol=0, atol=1e-6, err_msg=how)
-    for s, shown in zip(sliders, state["inputs"]):
+    for s, shown in zip(every, state["inputs"]):
         assert shown["label"] == s.label and float(shown["shown"]) == pytest.approx(values[s.name]), how
         assert shown["valuetext"] == f"{s.label} = {shown['value']}", how
-        assert f"{s.label} = {format(values[s.name], s.fmt)}" in state["title"], (how, state["title"])
+        title = state["title"].replace("\u2212", "-")           # Vega's format writes a minus sign (U+2212)
+        assert f"{s.label} = {format(values[s.name], s.fmt)}" in title, (how, state["title"])
     assert state["title"] in state["description"] and state["description"] == state["svg_label"], how
-    assert all(f"answer {t}: " in state["description"] for t in tokens), how
+    return values
 
 
 def check_redraws(page, index: int, sliders: int, where: str) -> None:
@@ -130,32 +135,7 @@ def check_redraws(page, index: int, sliders: int, where: str) -> None:
     assert median < MAX_MEDIAN_MS, f"median redraw {median:.1f} ms"
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("chapter", list(CHARTS))
-def test_every_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site, chapter,  # noqa: F811
-                                                                                     width):
-    context, page, errors = open_chapter(browser, site, chapter, width)
-    try:
-        charts = page.evaluate("() => window.rl4llmCharts.length")
-        assert charts == 1, f"{charts} charts drawn"
-        state = drawn(page, 0)
-        check_drawn(chapter, state, "as opened")
-        assert state["right"] <= state["column"] + 1, f"the chart is wider than the column at {width} px"
-        _, sliders, _, _ = CHARTS[chapter]
-        visited = {s.name: set() for s in sliders}
-        for k, s in enumerate(sliders):
-            for how, state in moves(page, 0, k):
-                check_drawn(chapter, state, f"{s.name}: {how}")
-                visited[s.name].add(s.cast(state["signals"][s.name]))
-            assert {s.cast(s.start), s.cast(s.stop)} <= visited[s.name], (s.name, visited[s.name])
-            assert len(visited[s.name]) >= 3, (s.name, visited[s.name])      # the ends and a middle
-        check_redraws(page, 0, len(sliders), f"{chapter} at {width} px")
-        assert not errors, errors
-    finally:
-        context.close()
-
-
-# ----------------------------------------------------------------------------- line charts
+# ----------------------------------------------------------------------------- every chart
 def _chart_index(table) -> dict:
     """Each chart of a table (``name`` or ``chapter/what``): its chapter and its index among the page's charts."""
     out, seen = {}, {}
@@ -166,20 +146,24 @@ def _chart_index(table) -> dict:
     return out
 
 
-#: Every line chart: chapters 3 and 5-9 (``test_charts.LINE_CHARTS``) and 10-13 (``test_charts.PART3_CHARTS``).
-ALL_LINE_CHARTS = {**PART12_CHARTS, **PART3_CHARTS}
-#: Where each line chart is.
-LINE_CHARTS = _chart_index(ALL_LINE_CHARTS)
+#: Every chart of the book (``test_charts``' bar and line charts; a page's bars come before its lines, as on
+#: chapter 18's page) and where each one is: its chapter and its index on the page.
+PAGES = _chart_index({**CHARTS, **LINE_CHARTS})
+
+
+def chart_sliders(name: str) -> list:
+    """A chart's sliders, its marker last."""
+    if name in CHARTS:
+        return CHARTS[name][1]
+    _, sliders, marker, *_ = LINE_CHARTS[name]
+    return sliders + ([marker] if marker else [])
 
 
 def check_line_drawn(name: str, state: dict, how: str) -> None:
     """Each series' drawn points are the library's (x, value) at the sliders' values; the value beside
     each slider, its aria-valuetext, the title and the description follow."""
-    _, sliders, marker, library, *_ = ALL_LINE_CHARTS[name]
-    every = sliders + ([marker] if marker else [])
-    values = {s.name: s.cast(state["signals"][s.name]) for s in every}
-    for s in every:
-        assert np.any(np.isclose(s.values, values[s.name], rtol=0, atol=1e-9)), f"{how}: {s.name} off the grid"
+    _, sliders, _, library, *_ = LINE_CHARTS[name]
+    values = check_sliders(chart_sliders(name), state, how)
     x, rows = library(**{s.name: values[s.name] for s in sliders})
     decimals = 0.5e-4 if name.startswith("09") else 1e-6         # chapter 9's grid keeps 4 decimals
     for i, row in enumerate(np.asarray(rows, dtype=float)[:len(state["keys"])]):      # the error bars after
@@ -188,32 +172,26 @@ def check_line_drawn(name: str, state: dict, how: str) -> None:
         assert len(drawn) == int(shown.sum()), (how, i, len(drawn))
         np.testing.assert_allclose([p[0] for p in drawn], np.asarray(x, dtype=float)[shown], rtol=0, atol=0.5e-6)
         np.testing.assert_allclose([p[1] for p in drawn], row[shown], rtol=0, atol=decimals, err_msg=f"{how}: s{i}")
-    for s, shown in zip(every, state["inputs"]):
-        assert shown["label"] == s.label and float(shown["shown"]) == pytest.approx(values[s.name]), how
-        assert shown["valuetext"] == f"{s.label} = {shown['value']}", how
-        title = state["title"].replace("\u2212", "-")           # Vega's format writes a minus sign (U+2212)
-        assert f"{s.label} = {format(values[s.name], s.fmt)}" in title, (how, state["title"])
-    assert state["title"] in state["description"] and state["description"] == state["svg_label"], how
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", list(LINE_CHARTS))
-def test_every_line_chart_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site,  # noqa: F811
-                                                                                                name, width):
-    chapter, index = LINE_CHARTS[name]
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_slider_moves_by_keyboard_and_pointer_and_redraws_the_librarys_numbers(browser, site, name,  # noqa: F811
+                                                                                     width):
+    chapter, index = PAGES[name]
+    check = check_drawn if name in CHARTS else check_line_drawn
     context, page, errors = open_chapter(browser, site, chapter, width)
     try:
-        expected = sum(1 for c, _ in LINE_CHARTS.values() if c == chapter)
+        expected = sum(1 for c, _ in PAGES.values() if c == chapter)
         assert page.evaluate("() => window.rl4llmCharts.length") == expected
         state = drawn(page, index)
-        check_line_drawn(name, state, "as opened")
+        check(name, state, "as opened")
         assert state["right"] <= state["column"] + 1, f"the chart is wider than the column at {width} px"
-        _, sliders, marker, *_ = ALL_LINE_CHARTS[name]
-        every = sliders + ([marker] if marker else [])
+        every = chart_sliders(name)
         for k, s in enumerate(every):
             visited = set()
             for how, state in moves(page, index, k):
-                check_line_drawn(name, state, f"{s.name}: {how}")
+                check(name, state, f"{s.name}: {how}")
                 visited.add(s.cast(state["signals"][s.name]))
             assert {s.cast(s.start), s.cast(s.stop)} <= visited and len(visited) >= 3, (s.name, visited)
         check_redraws(page, index, len(every), f"{name} at {width} px")

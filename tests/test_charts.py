@@ -20,29 +20,83 @@ from rl4llm.viz.part1 import (DECODING, LEARNING_RATE, TEMPERATURE, decoding_cha
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
-#: chart builder, its sliders, the library's numbers at a setting, and the positions the ipywidgets
-#: slider it replaced had (chapter 1: FloatLogSlider 10^-1.3..10^1.3 step 0.05; chapter 2: the same to
-#: 10^1.7, IntSlider 1..5, FloatSlider 0.05..1 step 0.05; chapter 4: FloatSlider 0..5 step 0.1).
+
+# chapters 16 and 18: the bars' numbers at a setting, from the library without the viz code
+from rl4llm.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
+from rl4llm.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
+from rl4llm.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
+from rl4llm.viz import estimator_charts as ec  # noqa: E402
+from rl4llm.viz import sequence_charts as sc  # noqa: E402
+
+ONE_STEP, TWO_STEP = one_step_task(), two_step_task()
+
+
+def _one_step(G, key, scale=1.0):
+    return [estimator_moments(ONE_STEP, G, a)[key] / scale for a in ADVANTAGES]
+
+
+def _kl(p5, key):
+    m = kl_estimator_moments(moved_policy(p5))
+    return [m[k]["bias"] if key == "bias" else np.sqrt(m[k]["variance"]) for k in ESTIMATORS]
+
+
+def _chain(L, steps, key, clips=None):
+    task = chain_sequences(L, steps, sc.LEAD_LR)
+    if clips is None:
+        return [reweighted_moments(task, w)[key] for w in WEIGHTINGS]
+    return [reweighted_moments(task, w, low, high)[key] for _, w, low, high in clips]
+
+
+PART5_BARS = {
+    "16_estimators/bias": (ec.estimator_bias_chart, [ec.G_ONE_STEP], lambda G: _one_step(G, "relative_bias"),
+                           ADVANTAGES, None, {"G": 8}),
+    "16_estimators/mse": (ec.estimator_mse_chart, [ec.G_ONE_STEP],
+                          lambda G: _one_step(G, "mean_squared_error", float(ONE_STEP.gradient @ ONE_STEP.gradient)),
+                          ADVANTAGES, None, {"G": 8}),
+    "16_estimators/aggregation": (ec.aggregation_bias_chart, [ec.G_TWO_STEP, ec.LENGTH_CAP],
+                                  lambda G, L_max: [estimator_moments(TWO_STEP, G, "rloo", t, L_max)["relative_bias"]
+                                                    for t in ec.AGGREGATIONS],
+                                  ec.AGGREGATIONS, None, {"G": 8, "L_max": 3}),
+    "16_estimators/kl_bias": (ec.kl_bias_chart, [ec.PI_5], lambda p5: _kl(p5, "bias"), ESTIMATORS, None,
+                              {"p5": 0.5}),
+    "16_estimators/kl_std": (ec.kl_std_chart, [ec.PI_5], lambda p5: _kl(p5, "std"), ESTIMATORS, None, {"p5": 0.5}),
+    "18_sequence_ratios/variance": (sc.variance_chart, [sc.LENGTH, sc.LEAD],
+                                    lambda L, steps: _chain(L, steps, "variance"), sc.WEIGHTING_LABELS, None,
+                                    {"L": 6, "steps": 2}),
+    "18_sequence_ratios/clip": (sc.clip_chart, [sc.LENGTH, sc.LEAD],
+                                lambda L, steps: _chain(L, steps, "zero_share", sc.CLIPS),
+                                [label for label, *_ in sc.CLIPS], None, {"L": 6, "steps": 2}),
+}
+
+#: Bar charts (a page's charts as ``chapter/what``, in the page's order): builder, its sliders, the
+#: library's numbers at a setting (computed here without the viz code), its bars, the positions the
+#: ipywidgets slider it replaced had (chapter 1: FloatLogSlider 10^-1.3..10^1.3 step 0.05; chapter 2: the
+#: same to 10^1.7, IntSlider 1..5, FloatSlider 0.05..1 step 0.05; chapter 4: FloatSlider 0..5 step 0.1;
+#: None for the charts of Part V, which replaced none) and the chart's opening setting (the figure the
+#: text discusses: the toy as trained, T = 1 and nothing cut, one step at lr = 1).
 CHARTS = {
-    "01_distribution": (distribution_chart, [TEMPERATURE], lambda T: softmax(LOGITS, T), {"T": 53}),
+    "01_distribution": (distribution_chart, [TEMPERATURE], lambda T: softmax(LOGITS, T), VOCAB, {"T": 53},
+                        {"T": 1.0}),
     "02_decoding": (decoding_chart, list(DECODING),
-                    lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p),
-                    {"T": 61, "top_k": 5, "top_p": 20}),
-    "04_sft": (sft_step_chart, [LEARNING_RATE], lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), {"lr": 51}),
+                    lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p), VOCAB,
+                    {"T": 61, "top_k": 5, "top_p": 20}, {"T": 1.0, "top_k": 5, "top_p": 1.0}),
+    "04_sft": (sft_step_chart, [LEARNING_RATE], lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), VOCAB,
+               {"lr": 51}, {"lr": 1.0}),
+    **PART5_BARS,
 }
 
 
 @pytest.fixture(scope="module", params=list(CHARTS))
 def built(request):
-    build, sliders, library, widget = CHARTS[request.param]
-    return request.param, build().to_dict(), sliders, library, widget
+    build, sliders, library, categories, widget, opening = CHARTS[request.param]
+    return request.param, build().to_dict(), sliders, library, categories, widget, opening
 
 
 def test_the_charts_data_are_the_librarys_numbers_at_every_point_of_the_grid(built):
-    _, spec, sliders, library, _ = built
+    _, spec, sliders, library, categories, *_ = built
     rows = chart_rows(spec)
     assert len(rows) == int(np.prod([s.positions for s in sliders]))
-    stored = np.array([[row[t] for t in VOCAB] for row in rows])
+    stored = np.array([[row[str(t)] for t in categories] for row in rows])
     computed = np.array([library(**{s.name: s.cast(row[s.name]) for s in sliders}) for row in rows])
     np.testing.assert_allclose(stored, computed, rtol=0, atol=0.5e-6)
     settings = {tuple(row[s.name] for s in sliders) for row in rows}
@@ -51,31 +105,41 @@ def test_the_charts_data_are_the_librarys_numbers_at_every_point_of_the_grid(bui
     assert settings == expected
 
 
-def test_every_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(built):
-    chapter, spec, sliders, _, widget = built
-    stored = {p["name"]: p for p in chart_sliders(spec)}
+def check_positions(sliders, stored: dict, widget, discrete, opening) -> None:
+    """Each slider as stored: the library's range, at least the positions of the widget it replaced
+    (``widget``, None if none), every value of a ``discrete`` one and 25 positions of any other; the
+    chart opens at ``opening``."""
     assert set(stored) == {s.name for s in sliders}
+    assert widget is None or set(widget) == set(stored)
     for s in sliders:
         bind = stored[s.name]["bind"]
         assert (bind["input"], bind["min"], bind["max"], bind["step"]) == ("range", s.start, s.stop, s.step)
-        positions = round((bind["max"] - bind["min"]) / bind["step"]) + 1
-        assert positions == s.positions >= widget[s.name]
-        if s.name != "top_k":                                  # continuous: at least 25 positions
-            assert positions >= 25
-        else:                                                  # discrete: every value
-            assert list(s.values) == [1, 2, 3, 4, 5]
-    defaults = {s.name: stored[s.name]["value"] for s in sliders}
-    # what the figures and the text show: the toy as trained (T = 1, nothing cut) and one step at lr = 1
-    assert defaults == {"01_distribution": {"T": 1.0}, "02_decoding": {"T": 1.0, "top_k": 5, "top_p": 1.0},
-                        "04_sft": {"lr": 1.0}}[chapter]
+        assert round((bind["max"] - bind["min"]) / bind["step"]) + 1 == s.positions >= (widget or {}).get(s.name, 0)
+        if s.name in discrete:                                 # every value of a discrete one
+            assert s.integer and s.step == 1
+        else:
+            assert s.positions >= 25
+    assert {name: p["value"] for name, p in stored.items()} == opening
+
+
+def stored_charts(page: str) -> list:
+    """The charts stored in a chapter's notebook (``page``: ``chapter`` or ``chapter/what``)."""
+    cells = json.loads((BOOK / f"{page.split('/')[0]}.ipynb").read_text(encoding="utf-8"))["cells"]
+    return [o["data"][charts.MIME_TYPE] for c in cells if c["cell_type"] == "code"
+            for o in c.get("outputs", []) if charts.MIME_TYPE in o.get("data", {})]
+
+
+def test_every_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(built):
+    _, spec, sliders, _, _, widget, opening = built
+    check_positions(sliders, {p["name"]: p for p in chart_sliders(spec)}, widget,
+                    {s.name for s in sliders if s.integer}, opening)
 
 
 def test_the_stored_chart_is_the_one_the_library_builds(built):
     chapter, spec, *_ = built
-    cells = json.loads((BOOK / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
-    stored = [o["data"][charts.MIME_TYPE] for c in cells if c["cell_type"] == "code"
-              for o in c.get("outputs", []) if charts.MIME_TYPE in o.get("data", {})]
-    assert len(stored) == 1 and stored[0] == json.loads(json.dumps(spec))
+    stored = stored_charts(chapter)
+    assert json.loads(json.dumps(spec)) in stored
+    assert len(stored) == sum(1 for name in (*CHARTS, *LINE_CHARTS) if name.split("/")[0] == chapter.split("/")[0])
 
 
 def test_positions_the_exercises_ask_for_are_on_the_grid():
@@ -303,7 +367,98 @@ PART3_CHARTS = {
                                {"G"} & {name}, {name: s.default})
        for (name, s), widget in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21))},
 }
-LINE_CHARTS.update(PART3_CHARTS)        # the tests below check every line chart of the book
+LINE_CHARTS.update(PART3_CHARTS)
+
+
+# chapters 17 and 18: the library's numbers at a setting, computed here without the viz code
+from functools import lru_cache  # noqa: E402
+
+from rl4llm import draws_per_kept_group, grpo_toy_run, memory_budget, run_over_seeds, schedule  # noqa: E402
+from rl4llm.memory import QWEN25_1_5B, shape_options  # noqa: E402
+from rl4llm.pass_at_k import pass_at_k  # noqa: E402
+from rl4llm.step_time import (H100_SXM, SCHEDULES, generation_seconds, training_seconds,  # noqa: E402
+                              weight_sync_seconds)
+from rl4llm.viz import real_runs as rr  # noqa: E402
+
+#: The model state's parts, and chapter 17's sizes: 25 from 1e5 to 1e11 and chapter 14's GPT, 7B and 70B.
+STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
+TINY_GPT = 102016
+SIZES = np.unique(np.r_[np.logspace(5, 11, 25), TINY_GPT, 7e9, 70e9])
+
+
+def _state_gb(n, n_gpus, stage, reference=True):
+    b = memory_budget(float(n), n_gpus=n_gpus, sharding=("none", "zero1", "zero2", "zero3")[stage], reference=reference)
+    return sum(b[p] for p in STATE) / 1e9
+
+
+def _fits(n_gpus, stage):
+    return SIZES / 1e9, [[_state_gb(n, n_gpus, stage) for n in SIZES],
+                         [_state_gb(n, n_gpus, stage, reference=False) for n in SIZES], [80.0] * len(SIZES)]
+
+
+def _batch(G, parts):
+    """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
+    def gb(T, part, **options):
+        return memory_budget(1.54e9, prompts=1, group_size=G, prompt_length=512, completion_length=int(T),
+                             **shape_options(QWEN25_1_5B), **options)[part] / 1e9
+    T = rr.COMPLETION.values
+    every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
+             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T], [gb(t, "kv_cache") for t in T]]
+    return T, every[parts]
+
+
+def _step(n, G, samplers, trainers, completion=4096):
+    """Rollout, training and sync seconds of 64 prompts of 512 tokens, G each, 40% of an H100's bf16 peak."""
+    F, sequences = 0.4 * H100_SXM["bf16_flops"], 64 * G
+    return (generation_seconds(n, max(1, sequences // samplers), 512, completion, flops_per_second=F,
+                               bandwidth=H100_SXM["memory_bandwidth"]),
+            training_seconds(n, sequences * (512 + completion), F, gpus=trainers), weight_sync_seconds(n, 50e9))
+
+
+def _walls(G):
+    """Wall seconds of 7B's step: all 16 GPUs in turn (the weights over NVLink), then each split apart."""
+    rollout, train, _ = _step(7e9, G, 16, 16)
+    together = schedule(rollout, train, weight_sync_seconds(7e9, H100_SXM["nvlink_bandwidth"]), "synchronous")
+    splits = rr.ROLLOUT_GPUS.values
+    apart = [[schedule(*_step(7e9, G, int(r), 16 - int(r)), m)["wall"] for r in splits] for m in SCHEDULES[1:]]
+    return splits, [[together["wall"]] * len(splits)] + apart
+
+
+#: Chapter 18's trained toys (the chapter's 40 seeds of three settings) and the ks of its pass@k chart.
+PASS_SETTINGS = {"eps 0.2": {}, "clip-higher 0.28": {"eps_high": 0.28}, "entropy bonus 0.1": {"entropy_coef": 0.1}}
+PASS_KS = [1, 2, 4, 8, 16, 32]
+
+
+@lru_cache(maxsize=None)
+def pass_curves() -> dict:
+    return {name: run_over_seeds(grpo_toy_run, range(40), G=8, K=4, lr=0.5, steps=8, **extra)["pi_correct"]
+            for name, extra in PASS_SETTINGS.items()}
+
+
+#: The line charts of chapters 17 and 18, as ``LINE_CHARTS`` (they replaced no widget).
+PART5_LINES = {
+    "17_real_runs/fits": (lambda: rr.fits_chart(SIZES, TINY_GPT), [rr.GPUS, rr.STAGE], None, _fits, None,
+                          {"n_gpus", "stage"}, {"n_gpus": 8, "stage": 0}),
+    "17_real_runs/activations": (lambda: rr.batch_charts()[0], [rr.GROUP], rr.COMPLETION,
+                                 lambda G: _batch(G, slice(0, 2)), None, {"G"}, {"G": 8, "completion": 4096}),
+    "17_real_runs/logits": (lambda: rr.batch_charts()[1], [rr.GROUP], rr.COMPLETION,
+                            lambda G: _batch(G, slice(2, 5)), None, {"G"}, {"G": 8, "completion": 4096}),
+    "17_real_runs/time": (rr.time_chart, [rr.MODEL_SIZE], None,
+                          lambda billions: (rr.GROUPS, np.array([_step(billions * 1e9, int(G), 8, 8)
+                                                                 for G in rr.GROUPS]).T),
+                          None, set(), {"billions": 7}),
+    "17_real_runs/schedule": (rr.schedule_chart, [rr.GROUP], rr.ROLLOUT_GPUS, _walls, None, {"G", "rollout_gpus"},
+                              {"G": 8, "rollout_gpus": 8}),
+    "18_sequence_ratios/cost": (sc.cost_chart, [sc.GROUP], None,
+                                lambda G: (sc.P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in sc.P_RIGHT]]),
+                                None, {"G"}, {"G": 8}),
+    "18_sequence_ratios/pass_at_k": (lambda: sc.pass_at_k_chart(pass_curves(), PASS_KS),
+                                     [charts.Slider("t", "training step", 0, 8, 1, 8, fmt="d")], None,
+                                     lambda t: (PASS_KS, [[pass_at_k(p[:, t], k).mean() for k in PASS_KS]
+                                                          for p in pass_curves().values()]),
+                                     None, {"t"}, {"t": 8}),
+}
+LINE_CHARTS.update(PART5_LINES)        # the tests below check every line chart of the book
 #: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
 LEARNING_SAMPLE = [(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)]
 
@@ -337,27 +492,15 @@ def test_a_line_charts_data_are_the_librarys_numbers_at_every_setting(line_built
 def test_every_line_chart_slider_has_enough_positions_and_opens_at_the_figure_in_the_text(line_built):
     chapter, spec = line_built
     _, sliders, marker, _, widget, discrete, opening = LINE_CHARTS[chapter]
-    stored = {p["name"]: p for p in chart_sliders(spec)}
-    every = sliders + ([marker] if marker else [])
-    assert set(stored) == {s.name for s in every} == set(widget)
-    for s in every:
-        bind = stored[s.name]["bind"]
-        assert (bind["input"], bind["min"], bind["max"], bind["step"]) == ("range", s.start, s.stop, s.step)
-        assert s.positions >= widget[s.name]
-        if s.name in discrete:                                 # every value of a discrete one
-            assert s.integer and s.step == 1
-        else:
-            assert s.positions >= 25
-    assert {name: p["value"] for name, p in stored.items()} == opening
+    check_positions(sliders + ([marker] if marker else []), {p["name"]: p for p in chart_sliders(spec)}, widget,
+                    discrete, opening)
 
 
 def test_the_stored_line_charts_are_the_ones_the_library_builds(line_built):
     chapter, spec = line_built
-    cells = json.loads((BOOK / f"{chapter.split('/')[0]}.ipynb").read_text(encoding="utf-8"))["cells"]
-    stored = [o["data"][charts.MIME_TYPE] for c in cells if c["cell_type"] == "code"
-              for o in c.get("outputs", []) if charts.MIME_TYPE in o.get("data", {})]
+    stored = stored_charts(chapter)
     assert json.loads(json.dumps(spec)) in stored
-    assert len(stored) == sum(1 for name in LINE_CHARTS if name.split("/")[0] == chapter.split("/")[0])
+    assert len(stored) == sum(1 for name in (*CHARTS, *LINE_CHARTS) if name.split("/")[0] == chapter.split("/")[0])
 
 
 def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_grid():

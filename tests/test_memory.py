@@ -189,39 +189,8 @@ def test_schedules():
 
 
 # ----------------------------------------------------------------------------- chapter 17's charts
-def test_the_charts_store_the_librarys_numbers():
-    pytest.importorskip("altair")
-    from rl4llm.viz import real_runs as rr
-    from rl4llm.viz.charts import chart_rows, chart_sliders
-
-    sizes = rr.model_sizes(1e5, 1e11, extra=(102016, 7e9, 70e9))
-    assert len(sizes) == 28
-    fits = chart_rows(rr.fits_chart(sizes, 102016))
-    assert len(fits) == 16 * 4 * len(sizes)
-    for row in fits[::97]:
-        size = next(n for n in sizes if abs(n / 1e9 - row["x"]) < 1e-6)     # x is stored in billions, rounded
-        assert row["s0"] == pytest.approx(rr.model_state_gb(size, int(row["n_gpus"]), int(row["stage"])), rel=1e-5, abs=0.5e-6)
-    activations, logits = rr.batch_charts()
-    for chart, parts in ((activations, slice(0, 2)), (logits, slice(2, 5))):
-        rows = chart_rows(chart)
-        assert len(rows) == rr.GROUP.positions * rr.COMPLETION.positions
-        for row in rows[::37]:
-            expected = rr.batch_gb(int(row["G"]), int(row["x"]))[parts]
-            assert [row[f"s{i}"] for i in range(len(expected))] == pytest.approx(expected, rel=1e-5, abs=1e-6)
-        sliders = {p["name"]: p["bind"] for p in chart_sliders(chart)}
-        assert (sliders["completion"]["max"] - sliders["completion"]["min"]) / sliders["completion"]["step"] + 1 >= 25
-    walls = chart_rows(rr.schedule_chart())
-    assert len(walls) == rr.GROUP.positions * rr.ROLLOUT_GPUS.positions
-    for row in walls[::11]:
-        w = rr.schedule_walls(7e9, int(row["x"]), G=int(row["G"]))
-        assert [row["s0"], row["s1"], row["s2"]] == pytest.approx([w[m]["wall"] for m in SCHEDULES], rel=1e-5, abs=0.5e-6)
-    times = chart_rows(rr.time_chart())
-    assert len(times) == rr.MODEL_SIZE.positions * len(rr.GROUPS) and rr.MODEL_SIZE.positions >= 25
-    for row in times[::53]:
-        s = rr.step_seconds(row["billions"] * 1e9, int(row["x"]), 4096, 8, 8)
-        assert [row["s0"], row["s1"], row["s2"]] == pytest.approx([s["rollout"], s["train"], s["sync"]], rel=1e-5, abs=0.5e-6)
-
-
+# Their data at every slider position, their openings and the stored charts: test_charts.py (PART5_LINES,
+# whose TINY_GPT is the count checked here).
 def test_the_tiny_gpt_is_a_point_of_the_fits_chart():
     pytest.importorskip("torch")
     from rl4llm.viz import real_runs as rr
