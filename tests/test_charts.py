@@ -393,17 +393,19 @@ def _state_gb(n, n_gpus, stage, reference=True):
 
 def _fits(n_gpus, stage):
     return SIZES / 1e9, [[_state_gb(n, n_gpus, stage) for n in SIZES],
-                         [_state_gb(n, n_gpus, stage, reference=False) for n in SIZES], [80.0] * len(SIZES)]
+                         [_state_gb(n, n_gpus, stage, reference=False) for n in SIZES],
+                         [H100_SXM["memory_bytes"] / 1e9] * len(SIZES)]
 
 
 def _batch(G, parts):
     """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
     def gb(T, part, **options):
-        return memory_budget(1.54e9, prompts=1, group_size=G, prompt_length=512, completion_length=int(T),
-                             **shape_options(QWEN25_1_5B), **options)[part] / 1e9
+        return memory_budget(QWEN25_1_5B.n_params, prompts=1, group_size=G, prompt_length=512,
+                             completion_length=int(T), **shape_options(QWEN25_1_5B), **options)[part] / 1e9
     T = rr.COMPLETION.values
     every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
-             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T], [gb(t, "kv_cache") for t in T]]
+             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T],
+             [gb(t, "kv_cache") for t in T]]
     return T, every[parts]
 
 
@@ -450,7 +452,8 @@ PART5_LINES = {
     "17_real_runs/schedule": (rr.schedule_chart, [rr.GROUP], rr.ROLLOUT_GPUS, _walls, None, {"G", "rollout_gpus"},
                               {"G": 8, "rollout_gpus": 8}),
     "18_sequence_ratios/cost": (sc.cost_chart, [sc.GROUP], None,
-                                lambda G: (sc.P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in sc.P_RIGHT]]),
+                                lambda G: (sc.P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G)
+                                                         for p in sc.P_RIGHT]]),
                                 None, {"G"}, {"G": 8}),
     "18_sequence_ratios/pass_at_k": (lambda: sc.pass_at_k_chart(pass_curves(), PASS_KS),
                                      [charts.Slider("t", "training step", 0, 8, 1, 8, fmt="d")], None,
