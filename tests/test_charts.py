@@ -333,7 +333,7 @@ def _drift(drift, G):
 
 
 def _clip(eps):
-    rho = np.linspace(0.0, 2.5, 126)
+    rho = np.round(np.linspace(0.0, 2.5, 126), 10)      # the x the chart stores: 0.82 itself, not 0.8200000000000001
     return rho, [f(rho, np.full_like(rho, A), eps) for A in (0.8, -0.2) for f in (clipped_objective,
                                                                                   clipped_objective_grad)]
 
@@ -553,3 +553,11 @@ def test_the_inner_steps_chart_reads_a_run_of_K_steps_at_its_marker():
 def test_grpo_run_chart_refuses_an_unknown_slider():
     with pytest.raises(ValueError, match="name must be one of"):
         part3_grpo.grpo_run_chart("K")
+
+
+def test_a_label_with_a_quote_is_a_valid_vega_string():
+    """A readout such as "k3's bias" must not end the expression's string early (chapter 16's did)."""
+    from rl4llm.viz.charts import vega_string
+    assert vega_string("P(5) = ") == "'P(5) = '"
+    assert json.loads(vega_string("k3's bias = ")) == "k3's bias = "
+    assert json.loads(vega_string('a "b" \\ c')) == 'a "b" \\ c'

@@ -46,6 +46,12 @@ HEIGHT = 220
 MIME_TYPE = "application/vnd.vegalite.v5+json"
 
 
+def vega_string(text: str) -> str:
+    """``text`` as a string literal of a Vega expression: in single quotes, or, if it holds a quote or a
+    backslash (a label such as "k3's bias"), as a JSON string, which Vega reads with its escapes."""
+    return f"'{text}'" if not any(c in text for c in "'\"\\") else json.dumps(text)
+
+
 @dataclass(frozen=True)
 class Slider:
     """One slider: the parameter ``name`` (a keyword of the computing function, and the name of the
@@ -101,7 +107,7 @@ class Slider:
 
     def title_expr(self) -> str:
         """Vega expression for ``label = value`` (the value formatted with ``fmt``)."""
-        return f"'{self.label} = ' + format({self.name}, '{self.fmt}')"
+        return f"{vega_string(self.label + ' = ')} + format({self.name}, '{self.fmt}')"
 
     def filter_expr(self) -> str:
         """Vega expression: the row is at the slider's position (half a step either side)."""
@@ -179,7 +185,7 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     readline = base.transform_filter(f"datum.token === '{right}'").mark_text(
         align="left", x=0, y=-8, fontSize=13, fontWeight="bold", color=CORRECT_COLOR, aria=False
     ).encode(text=alt.Text("line:N")).transform_calculate(
-        line=f"'{readout} = ' + format(datum.value, '.4f')")
+        line=f"{vega_string(readout + ' = ')} + format(datum.value, '.4f')")
     layers = [bars, values, readline]
     notes = []
     if outline is not None:
@@ -309,7 +315,7 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
         layers.append(folded.transform_filter(near).mark_point(filled=True, size=60, stroke="black", strokeWidth=0.8)
                       .encode(x=xs, y=ys, description=alt.Description("label:N"), color=alt.Color(
                           "series:N", scale=alt.Scale(domain=series, range=colors), legend=None))
-                      .transform_calculate(label=f"datum.series + ' at {marker.label} = ' + "
+                      .transform_calculate(label=f"datum.series + {vega_string(f' at {marker.label} = ')} + "
                                                  f"format({marker.name}, '{marker.fmt}') + ': ' + "
                                                  f"format(datum.value, '{fmt}')"))
         values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)]

@@ -1,6 +1,6 @@
 """Figures of Part II, the RL core (chapters 6-9). Each ``draw_*(fig, **params)`` draws on a given
 figure from a tested pure function of the library, so the same function serves the static figure,
-the live slider and its kernel-free twin."""
+the figures redrawn at another setting."""
 from __future__ import annotations
 
 import functools

@@ -1,7 +1,7 @@
 """Figures for Part III, chapters 10-12: importance sampling, PPO's clip, GAE.
 
 Each ``draw_*(fig, **params)`` plots the numbers of one pure library function on a given figure,
-so the same function serves the static figure, the live slider and its kernel-free twin.
+so the same function serves the static figure, the figures redrawn at another setting.
 """
 from __future__ import annotations
 
