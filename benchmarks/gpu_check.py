@@ -1,4 +1,4 @@
-"""Chapter 14's figures and the benchmark's, on a CUDA GPU, in one prepared run (under 5 minutes).
+"""Chapter 15's figures and the benchmark's, on a CUDA GPU, in one prepared run (under 5 minutes).
 
     python benchmarks/gpu_check.py
 
@@ -29,7 +29,7 @@ def main() -> None:
     config = GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True, device="cuda")
     start = time.perf_counter()
     trainer = GRPOTrainer(warm.model, task, config).train(progress=False)
-    print(f"chapter 14's run on CUDA: held-out accuracy {trainer.evals['accuracy'][0]:.4f} -> "
+    print(f"chapter 15's run on CUDA: held-out accuracy {trainer.evals['accuracy'][0]:.4f} -> "
           f"{trainer.evals['accuracy'][-1]:.4f} after 300 steps; training {trainer.train_seconds:.1f} s, "
           f"wall {time.perf_counter() - start:.1f} s", flush=True)
     sys.path.insert(0, str(Path(__file__).parent))

@@ -1,4 +1,4 @@
-"""rl4llm's GRPO trainer against TRL's GRPOTrainer, on equal terms, on the task of chapter 14.
+"""rl4llm's GRPO trainer against TRL's GRPOTrainer, on equal terms, on the task of chapter 15.
 
     python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N] [--max-steps 1000] [--device cpu]
 

@@ -1,4 +1,4 @@
-"""How long one click of chapter 14's GRPO playground trains, on one CPU thread.
+"""How long one click of chapter 15's GRPO playground trains, on one CPU thread.
 
     python benchmarks/playground_timing.py [--steps 300]
 

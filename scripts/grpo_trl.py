@@ -1,4 +1,4 @@
-"""GRPO with TRL's GRPOTrainer on the book's addition task, on one process or several (chapter 15).
+"""GRPO with TRL's GRPOTrainer on the book's addition task, on one process or several (chapter 16).
 
 One process, on the CPU:
 

@@ -8,7 +8,7 @@ A fork changes those two lines of _config.yml and runs this script once. It rewr
 - in README.md, the lines between ``<!-- repository:begin -->`` and ``<!-- repository:end -->``
   (the Binder and Colab links);
 - in every chapter notebook, the first code cell: on Colab (and only there) it clones the repository
-  at the branch, installs the library (with TRL at the book's pins for chapter 15) and moves into
+  at the branch, installs the library (with TRL at the book's pins for chapter 16) and moves into
   ``book/``, where the chapters expect to run; anywhere else it does nothing. The cell is tagged
   ``remove-cell``, so the static site does not show it.
 """

@@ -1,4 +1,4 @@
-"""Retrain chapter 14's warm start and rewrite the checkpoint shipped with the library.
+"""Retrain chapter 15's warm start and rewrite the checkpoint shipped with the library.
 
     python scripts/write_warm_start.py
 

@@ -38,7 +38,7 @@ CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 CHAPTERS = ["intro"] + sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb")) + ["instructor_guide"]
-SCREENSHOTS = ["01_distribution", "06_monte_carlo", "14_tiny_transformer"]
+SCREENSHOTS = ["01_distribution", "06_monte_carlo", "15_tiny_transformer"]
 MAX_GZIPPED_BYTES = 1.5e6
 DESKTOP_WIDTH, PHONE_WIDTH = 1280, 390
 

@@ -21,7 +21,7 @@ from rl4llm.viz.part1 import (DECODING, LEARNING_RATE, TEMPERATURE, decoding_cha
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
 
-# chapters 16 and 18: the bars' numbers at a setting, from the library without the viz code
+# chapters 17 and 18: the bars' numbers at a setting, from the library without the viz code
 from rl4llm.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
 from rl4llm.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
 from rl4llm.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
@@ -48,18 +48,18 @@ def _chain(L, steps, key, clips=None):
 
 
 PART5_BARS = {
-    "16_estimators/bias": (ec.estimator_bias_chart, [ec.G_ONE_STEP], lambda G: _one_step(G, "relative_bias"),
+    "17_estimators/bias": (ec.estimator_bias_chart, [ec.G_ONE_STEP], lambda G: _one_step(G, "relative_bias"),
                            ADVANTAGES, None, {"G": 8}),
-    "16_estimators/mse": (ec.estimator_mse_chart, [ec.G_ONE_STEP],
+    "17_estimators/mse": (ec.estimator_mse_chart, [ec.G_ONE_STEP],
                           lambda G: _one_step(G, "mean_squared_error", float(ONE_STEP.gradient @ ONE_STEP.gradient)),
                           ADVANTAGES, None, {"G": 8}),
-    "16_estimators/aggregation": (ec.aggregation_bias_chart, [ec.G_TWO_STEP, ec.LENGTH_CAP],
+    "17_estimators/aggregation": (ec.aggregation_bias_chart, [ec.G_TWO_STEP, ec.LENGTH_CAP],
                                   lambda G, L_max: [estimator_moments(TWO_STEP, G, "rloo", t, L_max)["relative_bias"]
                                                     for t in ec.AGGREGATIONS],
                                   ec.AGGREGATIONS, None, {"G": 8, "L_max": 3}),
-    "16_estimators/kl_bias": (ec.kl_bias_chart, [ec.PI_5], lambda p5: _kl(p5, "bias"), ESTIMATORS, None,
+    "17_estimators/kl_bias": (ec.kl_bias_chart, [ec.PI_5], lambda p5: _kl(p5, "bias"), ESTIMATORS, None,
                               {"p5": 0.5}),
-    "16_estimators/kl_std": (ec.kl_std_chart, [ec.PI_5], lambda p5: _kl(p5, "std"), ESTIMATORS, None, {"p5": 0.5}),
+    "17_estimators/kl_std": (ec.kl_std_chart, [ec.PI_5], lambda p5: _kl(p5, "std"), ESTIMATORS, None, {"p5": 0.5}),
     "18_sequence_ratios/variance": (sc.variance_chart, [sc.LENGTH, sc.LEAD],
                                     lambda L, steps: _chain(L, steps, "variance"), sc.WEIGHTING_LABELS, None,
                                     {"L": 6, "steps": 2}),
@@ -370,7 +370,7 @@ PART3_CHARTS = {
 LINE_CHARTS.update(PART3_CHARTS)
 
 
-# chapters 17 and 18: the library's numbers at a setting, computed here without the viz code
+# chapters 18 and 19: the library's numbers at a setting, computed here without the viz code
 from functools import lru_cache  # noqa: E402
 
 from rl4llm import draws_per_kept_group, grpo_toy_run, memory_budget, run_over_seeds, schedule  # noqa: E402
@@ -380,7 +380,7 @@ from rl4llm.step_time import (H100_SXM, SCHEDULES, generation_seconds, training_
                               weight_sync_seconds)
 from rl4llm.viz import real_runs as rr  # noqa: E402
 
-#: The model state's parts, and chapter 17's sizes: 25 from 1e5 to 1e11 and chapter 14's GPT, 7B and 70B.
+#: The model state's parts, and chapter 19's sizes: 25 from 1e5 to 1e11 and chapter 15's GPT, 7B and 70B.
 STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
 TINY_GPT = 102016
 SIZES = np.unique(np.r_[np.logspace(5, 11, 25), TINY_GPT, 7e9, 70e9])
@@ -437,19 +437,19 @@ def pass_curves() -> dict:
             for name, extra in PASS_SETTINGS.items()}
 
 
-#: The line charts of chapters 17 and 18, as ``LINE_CHARTS`` (they replaced no widget).
+#: The line charts of chapters 18 and 19, as ``LINE_CHARTS`` (they replaced no widget).
 PART5_LINES = {
-    "17_real_runs/fits": (lambda: rr.fits_chart(SIZES, TINY_GPT), [rr.GPUS, rr.STAGE], None, _fits, None,
+    "19_real_runs/fits": (lambda: rr.fits_chart(SIZES, TINY_GPT), [rr.GPUS, rr.STAGE], None, _fits, None,
                           {"n_gpus", "stage"}, {"n_gpus": 8, "stage": 0}),
-    "17_real_runs/activations": (lambda: rr.batch_charts()[0], [rr.GROUP], rr.COMPLETION,
+    "19_real_runs/activations": (lambda: rr.batch_charts()[0], [rr.GROUP], rr.COMPLETION,
                                  lambda G: _batch(G, slice(0, 2)), None, {"G"}, {"G": 8, "completion": 4096}),
-    "17_real_runs/logits": (lambda: rr.batch_charts()[1], [rr.GROUP], rr.COMPLETION,
+    "19_real_runs/logits": (lambda: rr.batch_charts()[1], [rr.GROUP], rr.COMPLETION,
                             lambda G: _batch(G, slice(2, 5)), None, {"G"}, {"G": 8, "completion": 4096}),
-    "17_real_runs/time": (rr.time_chart, [rr.MODEL_SIZE], None,
+    "19_real_runs/time": (rr.time_chart, [rr.MODEL_SIZE], None,
                           lambda billions: (rr.GROUPS, np.array([_step(billions * 1e9, int(G), 8, 8)
                                                                  for G in rr.GROUPS]).T),
                           None, set(), {"billions": 7}),
-    "17_real_runs/schedule": (rr.schedule_chart, [rr.GROUP], rr.ROLLOUT_GPUS, _walls, None, {"G", "rollout_gpus"},
+    "19_real_runs/schedule": (rr.schedule_chart, [rr.GROUP], rr.ROLLOUT_GPUS, _walls, None, {"G", "rollout_gpus"},
                               {"G": 8, "rollout_gpus": 8}),
     "18_sequence_ratios/cost": (sc.cost_chart, [sc.GROUP], None,
                                 lambda G: (sc.P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G)
@@ -564,7 +564,7 @@ def test_grpo_run_chart_refuses_an_unknown_slider():
 
 
 def test_a_label_with_a_quote_is_a_valid_vega_string():
-    """A readout such as "k3's bias" must not end the expression's string early (chapter 16's did)."""
+    """A readout such as "k3's bias" must not end the expression's string early (chapter 17's did)."""
     from rl4llm.viz.charts import vega_string
     assert vega_string("P(5) = ") == "'P(5) = '"
     assert json.loads(vega_string("k3's bias = ")) == "k3's bias = "

@@ -1,4 +1,4 @@
-"""Data parallelism and the GRPO normalisers (chapter 15): the in-process all-reduce, against closed forms.
+"""Data parallelism and the GRPO normalisers (chapter 16): the in-process all-reduce, against closed forms.
 
 The launched route (two real processes, TRL's own loss, DDP's all-reduce over gloo) is checked
 against the same function in tests/test_launch.py.
@@ -147,7 +147,7 @@ def test_normalisation_table_on_the_chapter_batch():
 
 
 def test_solution_four_processes():
-    """Exercise ex-ch15-four-processes: with 4 processes of 2 rows, only bnpo moves."""
+    """Exercise ex-ch16-four-processes: with 4 processes of 2 rows, only bnpo moves."""
     from rl4llm.trl_parity import loss_batch
 
     torch.manual_seed(0)

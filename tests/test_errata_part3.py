@@ -1,4 +1,4 @@
-"""Issue 23's errata for chapters 11, 13 and 16, pinned: every corrected number recomputed by a
+"""Issue 23's errata for chapters 11, 13 and 17, pinned: every corrected number recomputed by a
 route of its own, the order of numbers and the outputs that print them, figure titles that fit
 their figures, and Markdown that renders (no line of an inline formula read as a list item)."""
 import itertools
@@ -24,8 +24,8 @@ from rl4llm.verifier import addition_reward  # noqa: E402
 from test_toy_grpo import _hand_run  # noqa: E402
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
-CH11, CH13, CH19 = (BOOK / "11_trust_region_ppo.ipynb", BOOK / "13_grpo_toy.ipynb", BOOK / "19_summary.ipynb")
-CHAPTERS = (CH11, CH13, CH19)
+CH11, CH13, CH21 = (BOOK / "11_trust_region_ppo.ipynb", BOOK / "13_grpo_toy.ipynb", BOOK / "21_summary.ipynb")
+CHAPTERS = (CH11, CH13, CH21)
 
 
 def _cells(path):
@@ -196,13 +196,13 @@ def test_leading_zeros_score_and_the_chapter_says_so():
     assert "wrong answers get longer" not in prose             # an incentive, not an observation
 
 
-# ----------------------------------------------------------------------------- ch19: the crossing point
+# ----------------------------------------------------------------------------- ch21: the crossing point
 def test_the_crossing_point_8_to_the_minus_one_seventh_by_enumeration():
     """The baseline loop's and REINFORCE's mean steps on the groups with a wrong answer, along
     grad J, by enumerating every group of 8 with hand-written per-group steps; their ratio is
     (7/8) / (1 - pi(5)^7), 1 exactly at pi(5) = 8^(-1/7)."""
     assert round(8 ** (-1 / 7), 4) == 0.7430
-    printed = _stored(CH19, "c16-crossing")
+    printed = _stored(CH21, "c16-crossing")
     assert "8^(-1/7) = 0.7430" in printed
     for p5 in (0.70, 0.74, 0.75, 0.80, 8 ** (-1 / 7)):
         pi = with_correct_mass(softmax(LOGITS), CORRECT, p5)
@@ -218,17 +218,17 @@ def test_the_crossing_point_8_to_the_minus_one_seventh_by_enumeration():
         if p5 != 8 ** (-1 / 7):
             assert f"pi(5) = {p5:.2f}: on the groups with a wrong answer, mean step along grad J, " \
                    f"baseline loop / REINFORCE = {ratio:.4f}" in printed
-    assert "$\\pi(5)^7 > 1/8$" in _prose(CH19)
+    assert "$\\pi(5)^7 > 1/8$" in _prose(CH21)
 
 
-def test_ch19_band_stretches_are_printed():
+def test_ch21_band_stretches_are_printed():
     assert ("widest 10-90% band: step 1 REINFORCE; step 2 GRPO; steps 3-11 REINFORCE; "
-            "steps 12-30 REINFORCE + baseline") in _stored(CH19, "adf0ded3")
+            "steps 12-30 REINFORCE + baseline") in _stored(CH21, "adf0ded3")
 
 
 @pytest.mark.parametrize("path, cell_id, header", [
-    (CH19, "300409b8", "| method | runs | step 5 | 10-90% | step 30 | 10-90% |"),
-    (CH19, "5f0c1a02", "| ahead | behind | diff. | floor | verdict |"),
+    (CH21, "300409b8", "| method | runs | step 5 | 10-90% | step 30 | 10-90% |"),
+    (CH21, "5f0c1a02", "| ahead | behind | diff. | floor | verdict |"),
     (CH13, "c13-k-table", "| setting | n | mean | sd | min | max | vs | diff. | floor | verdict |"),
 ])
 def test_tables_have_short_headers(path, cell_id, header):

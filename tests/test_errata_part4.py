@@ -1,6 +1,6 @@
-"""Issue 23's corrections to chapters 14 and 15, pinned: each statement holds on every CPU.
+"""Issue 23's corrections to chapters 15 and 16, pinned: each statement holds on every CPU.
 
-- chapter 14's run is defined once (``chapter14_config``) and chapter 15's knob table shows it;
+- chapter 15's run is defined once (``chapter15_config``) and chapter 16's knob table shows it;
 - TRL's smaller advantages do not shorten AdamW's steps (a constant gradient factor cancels);
 - the KL diagnostic's heavy tail: ``k3_per_token`` and the moving median the figure draws.
 """
@@ -17,7 +17,7 @@ from rl4llm.evaluation import k3_per_token
 from rl4llm.grpo import group_advantages
 from rl4llm.model import GPT
 from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter14_config
+from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
 from rl4llm.trl_knobs import TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
 from rl4llm.viz.part4 import moving_median
 from rl4llm.warmstart import warm_start
@@ -37,12 +37,12 @@ def notebook_source(name: str) -> str:
 
 
 def test_chapter_14s_run_is_defined_once_and_both_chapters_use_it():
-    config = chapter14_config()
+    config = chapter15_config()
     differs = {k: v for k, v in asdict(config).items() if v != getattr(GRPOConfig(), k)}
     assert differs == {"steps": 300, "anneal_lr": True, "drop_zero_variance": True}
-    assert config is not chapter14_config()          # a fresh config each call: nobody can change it for the rest
-    assert "CONFIG = chapter14_config()" in notebook_source("14_tiny_transformer.ipynb")
-    assert "knob_table(chapter14_config())" in notebook_source("15_to_trl.ipynb")
+    assert config is not chapter15_config()          # a fresh config each call: nobody can change it for the rest
+    assert "CONFIG = chapter15_config()" in notebook_source("15_tiny_transformer.ipynb")
+    assert "knob_table(chapter15_config())" in notebook_source("16_to_trl.ipynb")
 
 
 def test_the_knob_table_shows_chapter_14s_run_by_default():
@@ -64,9 +64,9 @@ def test_the_trl_advantage_trainer_changes_the_advantages_and_nothing_else(warm)
 
 
 def test_adam_cancels_trls_smaller_advantages(warm):
-    """Chapter 15's statement: with TRL's advantages, 20 AdamW steps move the weights within 2% as far
+    """Chapter 16's statement: with TRL's advantages, 20 AdamW steps move the weights within 2% as far
     as the book's (not 0.9354 times as far). Here on a smaller batch, with the chapter's own settings."""
-    config = GRPOConfig(**{**asdict(chapter14_config()), "prompts_per_step": 16, "device": "cpu"})
+    config = GRPOConfig(**{**asdict(chapter15_config()), "prompts_per_step": 16, "device": "cpu"})
     moved = adam_step_with_trl_advantages(warm.model, TASK, config, steps=20)
     assert moved["advantage_ratio"] == pytest.approx(0.9354143, abs=1e-6)
     assert moved["book"] > 0.1 and abs(moved["ratio"] - 1) < 0.02

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.estimator_bias (chapter 16): the tasks' exact gradients by finite differences, the
+"""Tests for rl4llm.estimator_bias (chapter 17): the tasks' exact gradients by finite differences, the
 token weights by autograd through grpo_loss, the exact moments by Monte Carlo (within 4 standard errors,
 fixed seeds) and by chapter 9's enumeration, and every bad input."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Chapter 17's checked exercises (rl4llm.exercises.part5): each answer is right by an independent route
+"""Chapter 19's checked exercises (rl4llm.exercises.part5): each answer is right by an independent route
 (the arithmetic written out), each typical wrong answer gets its own message, and the experiment's
 stated answer (the best split of 16 GPUs) holds."""
 import pytest
@@ -7,20 +7,20 @@ from rl4llm.exercises import EXERCISES, SPECS, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.viz import real_runs as rr
 
-CH17 = ("ex-ch17-bytes", "ex-ch17-zero2", "ex-ch17-kv", "ex-ch17-decode")
+CH19 = ("ex-ch19-bytes", "ex-ch19-zero2", "ex-ch19-kv", "ex-ch19-decode")
 
 #: The answers by hand: 18 bytes x 3e9; 2 Psi + 14 Psi / 8; 2 x 28 x 2 x 128 x 2 bytes x 64 x 4096;
 #: max(14e9 / 3.35e12, 2 x 7e9 x 8 / 989e12) s, in GB and milliseconds.
-BY_HAND = {"ex-ch17-bytes": 18 * 3e9 / 1e9, "ex-ch17-zero2": 2 * 7 + 14 * 7 / 8,
-           "ex-ch17-kv": 2 * 28 * 2 * 128 * 2 * 64 * 4096 / 1e9,
-           "ex-ch17-decode": 1e3 * max(14e9 / 3.35e12, 2 * 7e9 * 8 / 989e12)}
+BY_HAND = {"ex-ch19-bytes": 18 * 3e9 / 1e9, "ex-ch19-zero2": 2 * 7 + 14 * 7 / 8,
+           "ex-ch19-kv": 2 * 28 * 2 * 128 * 2 * 64 * 4096 / 1e9,
+           "ex-ch19-decode": 1e3 * max(14e9 / 3.35e12, 2 * 7e9 * 8 / 989e12)}
 
 
 def test_ids_and_chapter():
-    assert all(EXERCISES[k] == 17 for k in CH17)
+    assert all(EXERCISES[k] == 19 for k in CH19)
 
 
-@pytest.mark.parametrize("exercise", CH17)
+@pytest.mark.parametrize("exercise", CH19)
 def test_the_answer_by_hand_is_correct(exercise):
     spec = SPECS[exercise]
     assert spec.value == pytest.approx(BY_HAND[exercise], rel=1e-12)
@@ -29,7 +29,7 @@ def test_the_answer_by_hand_is_correct(exercise):
     assert check(exercise, "many") == MALFORMED
 
 
-@pytest.mark.parametrize("exercise", CH17)
+@pytest.mark.parametrize("exercise", CH19)
 def test_every_mistake_gets_its_own_message(exercise):
     spec = SPECS[exercise]
     assert len(spec.mistakes) >= 4
@@ -39,15 +39,15 @@ def test_every_mistake_gets_its_own_message(exercise):
 
 
 def test_the_mistakes_are_the_values_named():
-    assert [round(w, 4) for w, _ in SPECS["ex-ch17-bytes"].mistakes] == [48, 42, 30, 6]
-    assert [round(w, 4) for w, _ in SPECS["ex-ch17-zero2"].mistakes] == [14, 38.5, 112, 24.5]
-    assert [round(w, 4) for w, _ in SPECS["ex-ch17-kv"].mistakes] == [3.7581, 45.0972, 7.0, 15.0324]
-    assert [round(w, 4) for w, _ in SPECS["ex-ch17-decode"].mistakes] == [0.1132, 33.4328, 2.0896, 4.2924]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-bytes"].mistakes] == [48, 42, 30, 6]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-zero2"].mistakes] == [14, 38.5, 112, 24.5]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-kv"].mistakes] == [3.7581, 45.0972, 7.0, 15.0324]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-decode"].mistakes] == [0.1132, 33.4328, 2.0896, 4.2924]
 
 
 @pytest.mark.parametrize("completion", [4096, 16384])
 def test_the_split_experiment(completion):
-    """ex-ch17-split's solution: 3 sampling GPUs of 16 give the shortest one-step-off step at both lengths,
+    """ex-ch19-split's solution: 3 sampling GPUs of 16 give the shortest one-step-off step at both lengths,
     shorter than the colocated synchronous step."""
     walls = {split: rr.schedule_walls(7e9, split, completion=completion) for split in range(1, 16)}
     best = min(walls, key=lambda split: walls[split]["one_step_off"]["wall"])
@@ -63,7 +63,7 @@ def _student_kv_bytes(n_layers, n_kv_heads, head_dim, precision="bf16"):
 
 def test_the_kv_coding_exercise_passes_the_library_and_a_students_loop():
     from rl4llm import kv_bytes_per_token
-    assert EXERCISES["kv_bytes_per_token"] == 17
+    assert EXERCISES["kv_bytes_per_token"] == 19
     assert check("kv_bytes_per_token", kv_bytes_per_token).startswith("Correct:")
     assert check("kv_bytes_per_token", _student_kv_bytes).startswith("Correct:")
     assert kv_bytes_per_token(32, 32, 128, "fp16") == 2 * 32 * 32 * 128 * 2 == 2 ** 19       # 0.5 MiB

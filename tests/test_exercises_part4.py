@@ -1,4 +1,4 @@
-"""The checks of Part IV (chapters 14-15) and of the summary (chapter 19): each passes the library's function or number, and gives
+"""The checks of Part IV (chapters 15-16) and of the summary (chapter 21): each passes the library's function or number, and gives
 each typical wrong answer, written here the way a student would write it, the right diagnosis."""
 import math
 import re
@@ -19,8 +19,8 @@ from rl4llm.toy_methods import run_exact_gradient
 from rl4llm.statistics import seeds_needed
 from rl4llm.verifier import EOS_MARKER
 
-PART4 = {"ex-ch14-seeds": 14, "addition_reward": 14, "ex-ch15-split": 15, "data_parallel_loss": 15,
-         "ex-ch19-k3": 19, "run_exact_gradient": 19}
+PART4 = {"ex-ch15-seeds": 15, "addition_reward": 15, "ex-ch16-split": 16, "data_parallel_loss": 16,
+         "ex-ch21-k3": 21, "run_exact_gradient": 21}
 
 
 def test_part4_ids_and_chapters():
@@ -45,18 +45,18 @@ def test_every_listed_mistake_gets_its_own_message(exercise):
         assert message == f"Not yet: {explanation}.", (explanation, message)
 
 
-# ----------------------------------------------------------------------------- ex-ch14-seeds
+# ----------------------------------------------------------------------------- ex-ch15-seeds
 def test_seeds_by_hand():
-    spec = SPECS["ex-ch14-seeds"]
+    spec = SPECS["ex-ch15-seeds"]
     assert spec.value == 15 == seeds_needed(0.04, 0.03)      # t = 2 gives the exact-t answer here
     assert 2 * 0.04 * math.sqrt(2 / 15) < 0.03 <= 2 * 0.04 * math.sqrt(2 / 14)
     for answer in (15, "15", 15.0, "30/2"):
-        assert check("ex-ch14-seeds", answer).startswith("Correct:")
-    assert "whole number" in check("ex-ch14-seeds", "14.22")
-    assert "DIFFERENCE of two means" in check("ex-ch14-seeds", 8)
-    assert "t is missing" in check("ex-ch14-seeds", 4)
-    assert check("ex-ch14-seeds", 30) == f"Not yet: {spec.wrong_message[len('Not yet: '):]}"
-    assert check("ex-ch14-seeds", "abc") == MALFORMED
+        assert check("ex-ch15-seeds", answer).startswith("Correct:")
+    assert "whole number" in check("ex-ch15-seeds", "14.22")
+    assert "DIFFERENCE of two means" in check("ex-ch15-seeds", 8)
+    assert "t is missing" in check("ex-ch15-seeds", 4)
+    assert check("ex-ch15-seeds", 30) == f"Not yet: {spec.wrong_message[len('Not yet: '):]}"
+    assert check("ex-ch15-seeds", "abc") == MALFORMED
 
 
 # ----------------------------------------------------------------------------- addition_reward
@@ -194,20 +194,20 @@ def test_the_verifier_cases_cover_every_kind():
     assert all(isinstance(p, str) and isinstance(c, str) for p, c in cases)
 
 
-# ----------------------------------------------------------------------------- ex-ch15-split
+# ----------------------------------------------------------------------------- ex-ch16-split
 def test_split_by_hand():
-    spec = SPECS["ex-ch15-split"]
+    spec = SPECS["ex-ch16-split"]
     # process 0: rows of 1 and 1 tokens, A = +1, -1: S_0 = -1 + 1 = 0, n_0 = 2
     # process 1: rows of 2 and 4 tokens, A = +1, -1: S_1 = -2 + 4 = 2, n_1 = 6
     assert spec.value == pytest.approx((0 / 2 + 2 / 6) / 2) == pytest.approx(1 / 6)
     for answer in (1 / 6, "1/6", "0.1667", "0.167"):
-        assert check("ex-ch15-split", answer).startswith("Correct:"), answer
-    assert "one-process token mean" in check("ex-ch15-split", 0.25)
-    assert "AVERAGES" in check("ex-ch15-split", "1/3")
-    assert "per-sequence" in check("ex-ch15-split", 0)
-    assert "sign is flipped" in check("ex-ch15-split", -1 / 6)
-    assert check("ex-ch15-split", 0.5).startswith("Not yet: that is not within")
-    assert check("ex-ch15-split", "abc") == MALFORMED
+        assert check("ex-ch16-split", answer).startswith("Correct:"), answer
+    assert "one-process token mean" in check("ex-ch16-split", 0.25)
+    assert "AVERAGES" in check("ex-ch16-split", "1/3")
+    assert "per-sequence" in check("ex-ch16-split", 0)
+    assert "sign is flipped" in check("ex-ch16-split", -1 / 6)
+    assert check("ex-ch16-split", 0.5).startswith("Not yet: that is not within")
+    assert check("ex-ch16-split", "abc") == MALFORMED
     # the numpy arithmetic behind the answer and its mistakes is data_parallel_loss's
     for loss_type in ("bnpo", "grpo"):
         for processes in (1, 2, 4):
@@ -298,9 +298,9 @@ def test_the_data_parallel_cases_split_unevenly():
         assert len(set(counts)) > 1
 
 
-# ----------------------------------------------------------------------------- ex-ch19-k3
+# ----------------------------------------------------------------------------- ex-ch21-k3
 def test_k3_by_hand():
-    spec = SPECS["ex-ch19-k3"]
+    spec = SPECS["ex-ch21-k3"]
     assert spec.value == pytest.approx(0.25 - math.log(0.25) - 1)
     # the same number from grpo_loss, one token with advantage 0 and beta = 1
     logp = torch.tensor([[math.log(0.8)]], dtype=torch.float64)
@@ -308,13 +308,13 @@ def test_k3_by_hand():
     loss, _ = grpo_loss(logp, logp, torch.zeros(1, dtype=torch.float64), torch.ones(1, 1), beta=1.0, ref_logp=ref)
     assert float(loss) == pytest.approx(spec.value)
     for answer in (spec.value, "0.6363", "0.636"):
-        assert check("ex-ch19-k3", answer).startswith("Correct:"), answer
-    assert "upside down" in check("ex-ch19-k3", 4 - math.log(4) - 1)
-    assert "k1" in check("ex-ch19-k3", math.log(4))
-    assert "never negative" in check("ex-ch19-k3", 0.25 + math.log(0.25) - 1)
-    assert "log10" in check("ex-ch19-k3", 0.25 - math.log10(0.25) - 1)
-    assert check("ex-ch19-k3", 0.1).startswith("Not yet: that is not within")
-    assert check("ex-ch19-k3", "abc") == MALFORMED
+        assert check("ex-ch21-k3", answer).startswith("Correct:"), answer
+    assert "upside down" in check("ex-ch21-k3", 4 - math.log(4) - 1)
+    assert "k1" in check("ex-ch21-k3", math.log(4))
+    assert "never negative" in check("ex-ch21-k3", 0.25 + math.log(0.25) - 1)
+    assert "log10" in check("ex-ch21-k3", 0.25 - math.log10(0.25) - 1)
+    assert check("ex-ch21-k3", 0.1).startswith("Not yet: that is not within")
+    assert check("ex-ch21-k3", "abc") == MALFORMED
 
 
 def test_k3_depends_only_on_the_sampled_token():
@@ -370,7 +370,7 @@ def test_typical_exact_gradient_learners_get_their_diagnosis(student, says):
 
 def test_answer_key_holds_part4_by_hand_exercises():
     key = answer_key()
-    for exercise in ("ex-ch14-seeds", "ex-ch15-split", "ex-ch19-k3"):
+    for exercise in ("ex-ch15-seeds", "ex-ch16-split", "ex-ch21-k3"):
         assert key[exercise]["chapter"] == PART4[exercise]
         assert len(key[exercise]["mistakes"]) >= 3
-    assert Fraction(key["ex-ch15-split"]["value"]).limit_denominator(100) == Fraction(1, 6)
+    assert Fraction(key["ex-ch16-split"]["value"]).limit_denominator(100) == Fraction(1, 6)

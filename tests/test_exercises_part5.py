@@ -12,12 +12,12 @@ from rl4llm.exercises import part5
 from rl4llm.estimator_bias import estimate_of_group, two_step_task
 from rl4llm.kl_leashes import leash_gradient
 
-CHAPTER_16 = {"ex-ch16-k2": 16, "ex-ch16-k3-weight": 16, "ex-ch16-dapo-weight": 16, "kl_estimators": 16}
+CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-dapo-weight": 17, "kl_estimators": 17}
 
 
-def test_chapter_16_ids_and_chapters():
-    assert CHAPTER_16.keys() <= part5.SPECS.keys()
-    assert {k: EXERCISES[k] for k in CHAPTER_16} == CHAPTER_16
+def test_chapter_17_ids_and_chapters():
+    assert CHAPTER_17.keys() <= part5.SPECS.keys()
+    assert {k: EXERCISES[k] for k in CHAPTER_17} == CHAPTER_17
 
 
 def test_the_library_function_passes():
@@ -41,7 +41,7 @@ def test_a_student_slip_is_named_and_a_crash_reported():
     assert check("kl_estimators", 3.0).startswith("Not yet: the answer should be a function")
 
 
-@pytest.mark.parametrize("exercise", ["ex-ch16-k2", "ex-ch16-k3-weight", "ex-ch16-dapo-weight"])
+@pytest.mark.parametrize("exercise", ["ex-ch17-k2", "ex-ch17-k3-weight", "ex-ch17-dapo-weight"])
 def test_by_hand_values_and_every_mistake(exercise):
     spec = SPECS[exercise]
     assert check(exercise, spec.value).startswith("Correct:")
@@ -53,15 +53,15 @@ def test_by_hand_values_and_every_mistake(exercise):
 
 def test_by_hand_values_from_the_library():
     k1, k2, _ = kl_estimators(math.log(0.8), math.log(0.2))
-    assert np.isclose(SPECS["ex-ch16-k2"].value, k2)
+    assert np.isclose(SPECS["ex-ch17-k2"].value, k2)
     # the ratio-corrected k3's gradient on one sampled 5 is its weight times grad ln pi(5) = onehot - pi
     z = np.log([0.05, 0.05, 0.8, 0.05, 0.05])
     z_ref = np.log([0.2, 0.2, 0.2, 0.2, 0.2])
     pi = np.exp(z)
     grad = leash_gradient(z, z_ref, "k3_corrected", samples=[2])
-    assert np.allclose(grad, SPECS["ex-ch16-k3-weight"].value * (np.eye(5)[2] - pi)) and np.isclose(k1, math.log(4))
+    assert np.allclose(grad, SPECS["ex-ch17-k3-weight"].value * (np.eye(5)[2] - pi)) and np.isclose(k1, math.log(4))
     task = two_step_task()
     group = [task.answers.index("05"), task.answers.index("4")]
     dapo = estimate_of_group(task, group, "group_mean", "dapo", 3)
     assert np.allclose(dapo, 0.3 * task.scores[group[0]] - 0.3 * task.scores[group[1]])
-    assert np.isclose(SPECS["ex-ch16-dapo-weight"].value, 0.3)
+    assert np.isclose(SPECS["ex-ch17-dapo-weight"].value, 0.3)

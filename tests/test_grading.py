@@ -211,7 +211,7 @@ def test_the_sandbox_lets_data_parallel_loss_call_grpo_loss():
     """Exercise 15.6 may call grpo_loss (from rl4llm.grpo, as its starter does), and nothing else there."""
     from rl4llm.grading.sandbox import grade
     nb = json.loads((ROOT / "course" / "source" / "part4" / "part4.ipynb").read_text())
-    cell = next(c for c in _solution_cells(nb) if c["metadata"]["nbgrader"]["grade_id"] == "ch15-write-data-parallel")
+    cell = next(c for c in _solution_cells(nb) if c["metadata"]["nbgrader"]["grade_id"] == "ch16-write-data-parallel")
     source = MARKERS.sub("", "".join(cell["source"]))
     assert grade("data_parallel_loss", source, "my_data_parallel_loss", timeout=HANG * 3).correct
     cheat = "from rl4llm.data_parallel import data_parallel_loss as my_data_parallel_loss\n"

@@ -1,4 +1,4 @@
-"""Chapter 14's grid (rl4llm.grid_study): the sweep's cells, the differences it reads and its claims."""
+"""Chapter 15's grid (rl4llm.grid_study): the sweep's cells, the differences it reads and its claims."""
 import numpy as np
 
 from rl4llm.grid_study import GRID_COLUMNS, grid_claims, grid_differences, grid_sweep, lr_label
@@ -14,7 +14,7 @@ def evals(accuracy):
 
 
 def chapter_like_grid():
-    """Final accuracies shaped like chapter 14's: G=8 and K=4 help at the small rates, 1e-2 collapses."""
+    """Final accuracies shaped like chapter 15's: G=8 and K=4 help at the small rates, 1e-2 collapses."""
     final = {("lr=3e-04", "G=2"): 0.27, ("lr=3e-04", "G=8"): 0.37, ("lr=3e-04", "G=8, K=4"): 0.57,
              ("lr=1e-03", "G=2"): 0.20, ("lr=1e-03", "G=8"): 0.45, ("lr=1e-03", "G=8, K=4"): 0.66,
              ("lr=1e-02", "G=2"): 0.00, ("lr=1e-02", "G=8"): 0.01, ("lr=1e-02", "G=8, K=4"): 0.01}

@@ -1,4 +1,4 @@
-"""group_advantages and grpo_loss (chapters 13-14), checked against independent plain loops."""
+"""group_advantages and grpo_loss (chapters 13-15), checked against independent plain loops."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.kl_leashes (chapter 16): the three estimators against their formulas and the
+"""Tests for rl4llm.kl_leashes (chapter 17): the three estimators against their formulas and the
 exact KL by enumeration and Monte Carlo; each leash's expected gradient by autograd against the closed
 forms of both KL directions, against finite differences of the KL, and against Monte Carlo; the
 training runs against their exact paths; and every bad input."""

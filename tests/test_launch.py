@@ -1,4 +1,4 @@
-"""The same TRL job on several processes (chapter 15): scripts/grpo_trl.py under `accelerate launch`.
+"""The same TRL job on several processes (chapter 16): scripts/grpo_trl.py under `accelerate launch`.
 
 One launch of two CPU processes (gloo) with the repository's accelerate configuration, a few steps:
 both finish, hold the same weights after every update, the main one logs TRL's metrics, and the

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.length_drift (chapter 16): DAPO's soft punishment against its definition, the masked
+"""Tests for rl4llm.length_drift (chapter 17): DAPO's soft punishment against its definition, the masked
 token weights against autograd through grpo_loss, the length toy's exact expected step against Monte
 Carlo, the drift directions of the exact paths, the seeded runs, and every bad input."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""rl4llm.memory and rl4llm.step_time (chapter 17): the bytes and seconds of a real run, checked against
+"""rl4llm.memory and rl4llm.step_time (chapter 19): the bytes and seconds of a real run, checked against
 published figures (ZeRO's paper, the 16 bytes a parameter of mixed-precision AdamW, Llama-2-7B's KV cache,
 Qwen2.5's vocabulary) and against independent routes (a loop for the vectorised decoding sum)."""
 import math
@@ -188,7 +188,7 @@ def test_schedules():
     assert schedule(4, 5, 0, "synchronous")["wall"] == 9
 
 
-# ----------------------------------------------------------------------------- chapter 17's charts
+# ----------------------------------------------------------------------------- chapter 19's charts
 # Their data at every slider position, their openings and the stored charts: test_charts.py (PART5_LINES,
 # whose TINY_GPT is the count checked here).
 def test_the_tiny_gpt_is_a_point_of_the_fits_chart():

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.toy_methods (chapter 19): every method, one call each, on the toy."""
+"""Tests for rl4llm.toy_methods (chapter 21): every method, one call each, on the toy."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""The tiny GPT, its KV cache and batched sampling (chapter 14)."""
+"""The tiny GPT, its KV cache and batched sampling (chapter 15)."""
 import pytest
 import torch
 

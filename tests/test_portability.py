@@ -1,4 +1,4 @@
-"""The chapters that run torch pass strict nbval on another CPU: chapter 14 (training) and 15 (TRL).
+"""The chapters that run torch pass strict nbval on another CPU: chapter 15 (training) and 15 (TRL).
 
 The main test run checks every notebook with the kernels of this machine's CPU. This test runs the
 two torch chapters again in a fresh pytest process with torch forced onto the kernels of another
@@ -16,7 +16,7 @@ import torch
 from rl4llm.portability import capability_under, print_claims
 
 ROOT = Path(__file__).resolve().parents[1]
-TORCH_CHAPTERS = ["book/14_tiny_transformer.ipynb", "book/15_to_trl.ipynb"]
+TORCH_CHAPTERS = ["book/15_tiny_transformer.ipynb", "book/16_to_trl.ipynb"]
 
 
 def other_capability() -> str:

@@ -1,9 +1,9 @@
-"""Part IV's solutions (chapters 14-15 and 19) and chapter 19's claims, and the intro's promises, checked by
+"""Part IV's solutions (chapters 15-16 and 21) and chapter 21's claims, and the intro's promises, checked by
 running them.
 
-Every number a solution of chapters 14-16 states is recomputed here with the code the solution gives
-(for chapters 14 and 15, whose trained digits depend on the CPU, the solutions state only what holds
-on every CPU, and these tests check those statements); claims of chapter 19's prose that no printed
+Every number a solution of chapters 15-17 states is recomputed here with the code the solution gives
+(for chapters 15 and 16, whose trained digits depend on the CPU, the solutions state only what holds
+on every CPU, and these tests check those statements); claims of chapter 21's prose that no printed
 output shows, and the intro's statements about the book (exercise labels, sliders, pinned versions),
 are checked against the library and the notebooks themselves.
 """
@@ -38,13 +38,13 @@ def _markdown(path):
                      if c["cell_type"] == "markdown")
 
 
-# ----------------------------------------------------------------------------- ex-ch19-knobs
+# ----------------------------------------------------------------------------- ex-ch21-knobs
 def test_knobs_solution_ppo_step_saturates_in_K():
     got = [round(float(toy_methods.run_ppo(steps=1, K=K)[1]), 4) for K in (1, 4, 16, 64, 256)]
     assert got == [0.2408, 0.2569, 0.3026, 0.3639, 0.3639]
 
 
-# ----------------------------------------------------------------------------- ex-ch19-samples
+# ----------------------------------------------------------------------------- ex-ch21-samples
 @pytest.fixture(scope="module")
 def head_start():
     variants = {
@@ -93,7 +93,7 @@ def test_samples_solution_std_divisors():
     assert round(factors[2], 4) == 2.3094
 
 
-# ----------------------------------------------------------------------------- chapter 19's prose
+# ----------------------------------------------------------------------------- chapter 21's prose
 @pytest.fixture(scope="module")
 def curves():
     return toy_methods.method_curves(steps=30, seeds=range(32))
@@ -163,7 +163,7 @@ def test_the_gap_shrinks_with_a_larger_group():
 
 
 def test_grpo_loss_puts_the_k3_penalty_inside_the_per_token_average():
-    """The formula of chapter 19, computed by hand, against ``grpo_loss`` (loss_type "grpo")."""
+    """The formula of chapter 21, computed by hand, against ``grpo_loss`` (loss_type "grpo")."""
     gen = torch.Generator().manual_seed(0)
     B, T, beta, eps = 3, 5, 0.1, 0.2
     logp = -torch.rand(B, T, generator=gen, dtype=torch.float64) - 0.1
@@ -192,9 +192,9 @@ def test_exercise_labels_name_their_chapter():
 
 
 def test_intro_slider_claims():
-    """Chapters 1-13 and 16-18 put their sliders on live charts (a stored Vega-Lite chart that redraws
-    in the browser from the library's grid, no widget, no animation); 14 has a playground of sliders;
-    15 and 19 have none."""
+    """Chapters 1-14 and 17-20 put their sliders on live charts (a stored Vega-Lite chart that redraws
+    in the browser from the library's grid, no widget, no animation); 15 has a playground of sliders;
+    16 and 21 have none."""
     live = re.compile(r"\blive\(|\binteract\(|interactive_output|widgets\.\w*Slider|grpo_playground\(")
     animation = re.compile(r"\btwin\(|to_jshtml")
     for path in CHAPTERS:
@@ -204,15 +204,15 @@ def test_intro_slider_claims():
         has_chart = any(MIME_TYPE in o.get("data", {}) for o in outputs)
         has_live = any(live.search(cell) for cell in cells)
         assert not any(animation.search(cell) for cell in cells), path.name
-        if number <= 13 or 16 <= number <= 18:
+        if number <= 14 or 17 <= number <= 20:
             assert has_chart and not has_live, path.name
-        elif number == 14:
+        elif number == 15:
             assert any("grpo_playground(" in cell for cell in cells) and not has_chart
         else:
             assert not has_live and not has_chart, path.name
     intro = " ".join((BOOK / "intro.md").read_text().split())
-    assert "Chapters 1 to 13 and 16 to 18 put their main knobs on sliders" in intro
-    assert "Chapter 15 (a line-by-line check against TRL) and chapter 19 (the summary) have none" in intro
+    assert "Chapters 1 to 14 and 17 to 20 put their main knobs on sliders" in intro
+    assert "Chapter 16 (a line-by-line check against TRL) and chapter 21 (the summary) have none" in intro
 
 
 def test_intro_pins_for_colab_match_requirements():
@@ -234,7 +234,7 @@ def test_intro_commands_name_real_files_and_settings():
     assert (ROOT / "code" / "pyproject.toml").exists()      # what `pip install ../code` installs
 
 
-# ============================================================================= chapter 14
+# ============================================================================= chapter 15
 def _solution(path, label):
     text = _markdown(path)
     start = text.index("```{solution} " + label)
@@ -250,11 +250,11 @@ def _stored_output(path, needle):
     return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
 
 
-CH14, CH15, CH19 = (BOOK / "14_tiny_transformer.ipynb", BOOK / "15_to_trl.ipynb", BOOK / "19_summary.ipynb")
+CH15, CH16, CH21 = (BOOK / "15_tiny_transformer.ipynb", BOOK / "16_to_trl.ipynb", BOOK / "21_summary.ipynb")
 
 
-# ----------------------------------------------------------------------------- ex-ch14-seeds
-def test_ch14_seeds_solution():
+# ----------------------------------------------------------------------------- ex-ch15-seeds
+def test_ch15_seeds_solution():
     from rl4llm.statistics import seeds_needed, t_quantile
     s, d = 0.04, 0.03
     assert round(8 * s ** 2 / d ** 2, 2) == 14.22
@@ -268,8 +268,8 @@ def test_ch14_seeds_solution():
     assert seeds_by_hand(s, d / 2) == 57 and 8 * s ** 2 / (d / 2) ** 2 == pytest.approx(4 * 8 * s ** 2 / d ** 2)
 
 
-# ----------------------------------------------------------------------------- ex-ch14-verifier
-def test_ch14_verifier_solution():
+# ----------------------------------------------------------------------------- ex-ch15-verifier
+def test_ch15_verifier_solution():
     import sys
 
     from rl4llm import addition_reward
@@ -291,7 +291,7 @@ def test_ch14_verifier_solution():
         assert addition_reward("29+47=", completion) == reward, completion
 
 
-# ----------------------------------------------------------------------------- ex-ch14-break
+# ----------------------------------------------------------------------------- ex-ch15-break
 GRID_CLAIMS = ("at lr 1e-3, G=8 ends above G=2 by more than the floor: True",
                "at lr 3e-4, G=8 ends above G=2, but within the floor: True",
                "at lr 3e-4 and 1e-3, G=2 ends within the floor of the warm start, and at most 0.02 above it: True",
@@ -300,13 +300,13 @@ GRID_CLAIMS = ("at lr 1e-3, G=8 ends above G=2 by more than the floor: True",
                "with K=1 the clip never binds; with K=4 it binds at every learning rate: True")
 
 
-def test_ch14_break_solution_states_the_grid_claims():
+def test_ch15_break_solution_states_the_grid_claims():
     """The solution's statements are the grid's printed claims, each weighed against the floor for two
     single runs (one seed per cell; nbval re-checks them on every run, and tests/test_portability.py
     under another CPU capability); the flat-pair bound holds for all p."""
-    printed = _stored_output(CH14, "print_claims(grid_claims(")      # the claims live in rl4llm.grid_study
+    printed = _stored_output(CH15, "print_claims(grid_claims(")      # the claims live in rl4llm.grid_study
     assert all(claim in printed for claim in GRID_CLAIMS), printed
-    solution = _solution(CH14, "ex-ch14-break")
+    solution = _solution(CH15, "ex-ch15-break")
     for phrase in ("ends below the warm start (0.2680), by more than the floor for two single runs",
                    "the two smaller learning rates end within the floor of the warm start (and at most 0.02 above it)",
                    "$G = 8$ ends above $G = 2$ by more than the floor at $10^{-3}$",
@@ -319,8 +319,8 @@ def test_ch14_break_solution_states_the_grid_claims():
     assert flat.min() == pytest.approx(0.5) and p[flat.argmin()] == pytest.approx(0.5)
 
 
-# ============================================================================= chapter 15
-def test_ch15_units_solution():
+# ============================================================================= chapter 16
+def test_ch16_units_solution():
     from rl4llm.trainer import GRPOConfig
     from rl4llm.trl_knobs import trl_config_kwargs
     kwargs = trl_config_kwargs(GRPOConfig(prompts_per_step=16, group_size=8, inner_steps=2, steps=300,
@@ -337,7 +337,7 @@ def _split_tensors():
     return logp, A, mask
 
 
-def test_ch15_split_solution():
+def test_ch16_split_solution():
     from rl4llm.data_parallel import data_parallel_loss
     logp, A, mask = _split_tensors()
     loss = {(P, t): float(data_parallel_loss(logp, logp, A, mask, num_processes=P, loss_type=t)[0])
@@ -353,12 +353,12 @@ def test_ch15_split_solution():
     assert grad[0, 0] == pytest.approx(1 / 4) and grad[3, 3] == pytest.approx(1 / 12)
     # and the exercise's check uses the same batch
     from rl4llm.exercises import SPECS
-    assert SPECS["ex-ch15-split"].value == pytest.approx(loss[(2, "bnpo")])
+    assert SPECS["ex-ch16-split"].value == pytest.approx(loss[(2, "bnpo")])
 
 
 @pytest.fixture(scope="module")
 def default_lr_run():
-    """Chapter 15's TRL run with TRL's default learning rate (about half a minute on one CPU thread)."""
+    """Chapter 16's TRL run with TRL's default learning rate (about half a minute on one CPU thread)."""
     from rl4llm.tasks import AdditionTask
     from rl4llm.trainer import GRPOConfig
     from rl4llm.trl_knobs import trl_config_kwargs, trl_defaults
@@ -373,7 +373,7 @@ def default_lr_run():
     return defaults, warm, run
 
 
-def test_ch15_default_lr_solution(default_lr_run):
+def test_ch16_default_lr_solution(default_lr_run):
     defaults, warm, run = default_lr_run
     assert defaults == {"learning_rate": 1e-06} and 150 * defaults["learning_rate"] == pytest.approx(1.5e-4)
     assert round(warm.accuracy, 4) == 0.2680
@@ -387,19 +387,19 @@ def test_ch15_default_lr_solution(default_lr_run):
     assert min(row["grad_norm"] for row in logged) > 0.1           # the gradient is there; the step is not
 
 
-def test_ch15_default_lr_solution_quotes_the_chapters_statements():
-    printed = _stored_output(CH15, "rises = lambda r")
+def test_ch16_default_lr_solution_quotes_the_chapters_statements():
+    printed = _stored_output(CH16, "rises = lambda r")
     for claim in ("TRL's held-out accuracy after 150 steps >= warm start + 0.15 = 0.4180: True",
                   "both: mean sampled reward of the last 10 steps >= first 10 + 0.1: True"):
         assert claim in printed
-    solution = _solution(CH15, "ex-ch15-default-lr")
+    solution = _solution(CH16, "ex-ch16-default-lr")
     assert "every logged gradient norm is above 0.1" in solution
     assert "by at least 0.15 and 0.1" in solution and "within 0.02 of the warm start (0.2680)" in solution
 
 
-# ============================================================================= chapter 19 (the summary)
-# ----------------------------------------------------------------------------- ex-ch19-k3
-def test_ch19_k3_solution():
+# ============================================================================= chapter 21 (the summary)
+# ----------------------------------------------------------------------------- ex-ch21-k3
+def test_ch21_k3_solution():
     import math
     logp = torch.tensor([[math.log(0.8)]])
     ref = torch.tensor([[math.log(0.2)]])
@@ -424,11 +424,11 @@ def test_ch19_k3_solution():
     assert values.min() == 0.0 and grid[values.argmin()] == 0.0 and np.all(values[grid != 0] > 0)
 
 
-# ----------------------------------------------------------------------------- ex-ch19-write-exact-gradient
-def test_ch19_exact_gradient_solution():
+# ----------------------------------------------------------------------------- ex-ch21-write-exact-gradient
+def test_ch21_exact_gradient_solution():
     from rl4llm.toy_methods import run_exact_gradient
     assert round(float(run_exact_gradient(30, 7 / 8)[30]), 4) == 0.9561
-    printed = _stored_output(CH19, "exact gradient, lr = 1:")
+    printed = _stored_output(CH21, "exact gradient, lr = 1:")
     assert "exact gradient, lr = 7/8: 0.9561" in printed
     # without the baseline the step adds J pi, and the toy's curves part from the first step on
     pi = softmax(LOGITS)
@@ -438,6 +438,6 @@ def test_ch19_exact_gradient_solution():
     assert abs(no_baseline - run_exact_gradient(1)[1]) > 1e-3
 
 
-def test_ch19_samples_is_the_experiment():
-    text = _markdown(CH19)
-    assert "```{exercise} Same budget of samples (experiment)\n:label: ex-ch19-samples" in text
+def test_ch21_samples_is_the_experiment():
+    text = _markdown(CH21)
+    assert "```{exercise} Same budget of samples (experiment)\n:label: ex-ch21-samples" in text

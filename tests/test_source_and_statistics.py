@@ -70,7 +70,7 @@ def test_bad_inputs(call, name):
 
 @pytest.mark.parametrize("s, expected", [(0.03, 19), (0.05, 50)])
 def test_seeds_needed_is_the_first_n_whose_floor_clears_the_difference(s, expected):
-    """Chapter 14's exercise: 8 s^2 / 0.02^2 seeds would do with a z of 2; the t quantile adds a few."""
+    """Chapter 15's exercise: 8 s^2 / 0.02^2 seeds would do with a z of 2; the t quantile adds a few."""
     n = seeds_needed(s, 0.02)
     assert n == expected
     floor = lambda k: t_quantile(0.975, 2 * k - 2) * s * math.sqrt(2 / k)

@@ -1,5 +1,5 @@
 """The syllabus (rl4llm.syllabus): five weeks that cover the book once, in order, and assign each
-chapter's checked work and its work graded by hand; a project on chapter 14's trainer, due by the end
+chapter's checked work and its work graded by hand; a project on chapter 15's trainer, due by the end
 of Part IV, so that a four-week module (Parts I-IV) holds it too."""
 from dataclasses import fields
 from pathlib import Path
@@ -30,8 +30,8 @@ def test_each_chapter_assigns_its_checked_work_and_one_of_each_kind_graded_by_ha
         assert [e.number for e in chosen] == [e.number for e in chapter_exercises if e in chosen]
 
 
-def test_the_project_runs_on_chapter_14s_trainer_within_the_module():
-    part_iv = next(n for n, week in enumerate(WEEKS, 1) if 14 in week.chapters)
+def test_the_project_runs_on_chapter_15s_trainer_within_the_module():
+    part_iv = next(n for n, week in enumerate(WEEKS, 1) if 15 in week.chapters)
     assert 1 <= PROJECT.week_released <= PROJECT.week_due == part_iv < len(WEEKS)
-    assert "GRPOTrainer" in PROJECT.brief and "GRPOConfig" in PROJECT.brief and "chapter14_config" in PROJECT.brief
+    assert "GRPOTrainer" in PROJECT.brief and "GRPOConfig" in PROJECT.brief and "chapter15_config" in PROJECT.brief
     assert {"seed", "device", "num_threads"} <= {f.name for f in fields(GRPOConfig)}

@@ -1,4 +1,4 @@
-"""The addition task and its character tokenizer (chapter 14)."""
+"""The addition task and its character tokenizer (chapter 15)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -110,7 +110,7 @@ def test_bad_inputs(call, name):
 
 @pytest.mark.parametrize("seed, n_eval", [(0, 500), (3, 1), (4, 2), (5, 777), (6, 5000)])
 def test_no_held_out_sum_is_trained_on_in_either_order(seed, n_eval):
-    """The split is by unordered pair: (a, b) is held out exactly when (b, a) is (chapter 14)."""
+    """The split is by unordered pair: (a, b) is held out exactly when (b, a) is (chapter 15)."""
     task = AdditionTask(seed=seed, n_eval=n_eval)
     held = {tuple(p) for p in task.eval_pairs.tolist()}
     train = {tuple(p) for p in task.train_pairs.tolist()}

@@ -1,4 +1,4 @@
-"""Warm start and the GRPO trainer of chapter 14 (tiny, seeded runs of a few seconds)."""
+"""Warm start and the GRPO trainer of chapter 15 (tiny, seeded runs of a few seconds)."""
 import math
 from dataclasses import asdict
 
@@ -54,7 +54,7 @@ def test_warm_start_lands_in_the_window(warm):
 
 def test_the_chapters_sft_lands_in_the_window_on_this_cpu_too(warm, tmp_path, monkeypatch):
     """Retrained here (whatever the CPU's kernels), the SFT run stops inside the window, near the
-    shipped run's step count: what chapter 14 checks of it on every machine."""
+    shipped run's step count: what chapter 15 checks of it on every machine."""
     monkeypatch.setenv("RL4LLM_CACHE", str(tmp_path))
     own = warm_start(shipped=False)
     assert own.source == "trained" and 0.25 <= own.accuracy <= 0.35

@@ -1,4 +1,4 @@
-"""The bridge to TRL 1.16 (chapter 15): the knobs as real trl.GRPOConfig fields (rl4llm.trl_knobs), the same
+"""The bridge to TRL 1.16 (chapter 16): the knobs as real trl.GRPOConfig fields (rl4llm.trl_knobs), the same
 loss and gradient (rl4llm.trl_parity), and a real TRL run (rl4llm.trl_run)."""
 import dataclasses
 import math

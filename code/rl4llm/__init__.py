@@ -28,7 +28,7 @@ from .estimators import (estimator_variance, expected_group_gradient, expected_p
 from .onpolicy import on_policy_loop, on_policy_runs
 from .statistics import noise_floor, standard_error, verdict
 
-# Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 19)
+# Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 21)
 from .importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
                                   importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
                                   importance_weighted_variance, with_correct_mass)
@@ -38,7 +38,7 @@ from .ppo_clip import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fractio
 from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
 # Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
 from .tasks import AdditionTask, CharTokenizer, addition_prompt
-# Part V: the arithmetic of a real run (chapter 17), numpy only
+# Part V: the arithmetic of a real run (chapter 19), numpy only
 from .memory import kv_bytes_per_token, memory_budget
 from .step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
 
@@ -55,7 +55,7 @@ _LAZY = {
     "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
     "trl_knobs": ("knob_table", "trl_config_kwargs"),
     "trl_parity": ("compare_losses",),
-    # Part V: every estimator against the exact gradient, and where the KL goes (chapter 16)
+    # Part V: every estimator against the exact gradient, and where the KL goes (chapter 17)
     "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
     "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),

@@ -37,9 +37,9 @@ _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></di
 PARTS: dict[str, tuple[str, range]] = {
     "part1": ("Part I: from softmax to SFT", range(1, 6)),
     "part2": ("Part II: the RL core", range(6, 10)),
-    "part3": ("Part III: reusing samples, trust regions, GRPO", range(10, 14)),
-    "part4": ("Part IV: GRPO on a real model", range(14, 16)),
-    "part5": ("Part V: after GRPO, and the summary", range(16, 20)),
+    "part3": ("Part III: reusing samples, trust regions, GRPO", range(10, 15)),
+    "part4": ("Part IV: GRPO on a real model", range(15, 17)),
+    "part5": ("Part V: after GRPO, and the summary", range(17, 22)),
 }
 
 

@@ -1,4 +1,4 @@
-"""What data parallelism does to the GRPO loss: the all-reduce, simulated in one process (chapter 15).
+"""What data parallelism does to the GRPO loss: the all-reduce, simulated in one process (chapter 16).
 
 Under data parallelism (DDP, which ``accelerate launch`` and ``torchrun`` set up) each of P
 processes holds B/P rows of the batch, computes its own loss L_p on them and backpropagates; the
@@ -38,7 +38,7 @@ def _divides_batch(args):
 @checked(_divides_batch, batch_size=at_least(1), num_processes=at_least(1))
 def shard_slices(batch_size: int, num_processes: int) -> list[slice]:
     """The rows each process holds: the p-th contiguous block of ``batch_size / num_processes``
-    rows, as TRL 1.16 splits a batch (chapter 15)."""
+    rows, as TRL 1.16 splits a batch (chapter 16)."""
     rows = batch_size // num_processes
     return [slice(p * rows, (p + 1) * rows) for p in range(num_processes)]
 
@@ -63,7 +63,7 @@ def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
     for a loss type whose token count is gathered over processes (``dapo``,
     :mod:`rl4llm.loss_types`) the rows' masked token sum divided by N / P, N the token count
     of the whole batch. Returns ``(loss, per_process_losses)``; the other arguments mean what
-    they mean in ``grpo_loss``. ``num_processes=1`` gives ``grpo_loss`` (chapter 15).
+    they mean in ``grpo_loss``. ``num_processes=1`` gives ``grpo_loss`` (chapter 16).
     """
     shards = shard_slices(mask.shape[0], num_processes)
     gathered = LOSS_TYPES[loss_type].gathered_tokens
@@ -87,7 +87,7 @@ def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
 def normalisation_table(model, tokens: torch.Tensor, prompt_len: int, old_logp: torch.Tensor,
                         advantages: torch.Tensor, mask: torch.Tensor, *, num_processes: int = 2,
                         loss_types=tuple(LOSS_TYPES), temperature: float = 1.0, **loss_kwargs) -> list[dict]:
-    """One row per loss type: the one-process loss and gradient against the P-process ones (chapter 15).
+    """One row per loss type: the one-process loss and gradient against the P-process ones (chapter 16).
 
     The log-probabilities are ``completion_logprobs(model, tokens, prompt_len, temperature)``, in
     ``model``'s dtype (float64 for the chapter's table); the gradient is over every parameter of

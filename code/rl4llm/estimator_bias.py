@@ -1,4 +1,4 @@
-"""Every group gradient estimator against the exact gradient, by enumerating every group (chapter 16).
+"""Every group gradient estimator against the exact gradient, by enumerating every group (chapter 17).
 
 A *task* is a finite set of answers a with their probabilities P(a), rewards r(a), lengths |a| (in
 tokens, end-of-sequence included) and scores g(a) = grad_theta ln P(a) over every logit of the policy.
@@ -172,7 +172,7 @@ def _groups_of_counts(counts: np.ndarray) -> np.ndarray:
 
 def estimator_moments(task: Task, G: int, advantage: str = "group_mean", loss_type: str = "dr_grpo",
                       max_completion_length: int | None = None) -> dict:
-    """The exact mean, bias, total variance and mean squared error of X, over every group of G (chapter 16).
+    """The exact mean, bias, total variance and mean squared error of X, over every group of G (chapter 17).
 
     Enumerates the C(G + n - 1, n - 1) compositions of a group of G among the task's n answers, each
     with its multinomial probability. Returns ``mean`` E[X], ``gradient`` grad J, ``bias`` E[X] - grad J,

@@ -1,7 +1,7 @@
-"""Held-out evaluation of the tiny GPT on the addition task (chapter 14).
+"""Held-out evaluation of the tiny GPT on the addition task (chapter 15).
 
 Greedy decoding (temperature 0) of every held-out prompt, scored by the same verifier as training.
-The trainer, the warm start, the benchmark and chapter 14 all measure accuracy with this one function.
+The trainer, the warm start, the benchmark and chapter 15 all measure accuracy with this one function.
 :func:`k3_per_token` looks inside the trainer's KL diagnostic: its value at every sampled token.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .tasks import MAX_COMPLETION_LEN, AdditionTask
 def greedy_accuracy(model: GPT, task: AdditionTask, pairs=None, *, return_completions: bool = False):
     """Share of ``pairs`` (default: the held-out split) whose greedy completion the verifier accepts.
 
-    With ``return_completions=True`` also returns the decoded completions (chapter 14's samples).
+    With ``return_completions=True`` also returns the decoded completions (chapter 15's samples).
     """
     device = next(model.parameters()).device
     if pairs is None:
@@ -39,7 +39,7 @@ def greedy_accuracy(model: GPT, task: AdditionTask, pairs=None, *, return_comple
 @torch.no_grad()
 def k3_per_token(policy: GPT, reference: GPT, task: AdditionTask, *, n_prompts: int = 256, group_size: int = 8,
                  seed: int = 0) -> np.ndarray:
-    """The k3 estimate of KL(policy || reference) at every sampled completion token (chapter 14).
+    """The k3 estimate of KL(policy || reference) at every sampled completion token (chapter 15).
 
     ``group_size`` completions of each of ``n_prompts`` training prompts (drawn with ``seed``) are
     sampled from ``policy`` at temperature 1; at each token up to and including EOS, with

@@ -1,4 +1,4 @@
-"""Chapter 14's grid: the learning rate against the group size G and the inner steps K, one seed a cell,
+"""Chapter 15's grid: the learning rate against the group size G and the inner steps K, one seed a cell,
 each difference read against the noise floor of two single runs.
 
 :func:`grid_sweep` trains the nine cells from one warm start; :func:`grid_differences` names the
@@ -17,7 +17,7 @@ from .trainer import GRPOConfig, GRPOTrainer
 
 #: The grid's columns: the group size and the inner steps, everything else as the chapter's run.
 GRID_COLUMNS = {"G=2": {"group_size": 2}, "G=8": {}, "G=8, K=4": {"inner_steps": 4}}
-#: Its rows (the middle one is chapter 14's learning rate) and the length of each run.
+#: Its rows (the middle one is chapter 15's learning rate) and the length of each run.
 GRID_LRS = (3e-4, 1e-3, 1e-2)
 GRID_STEPS = 60
 
@@ -30,7 +30,7 @@ def lr_label(lr: float) -> str:
 def grid_sweep(policy: GPT, task: AdditionTask, config: GRPOConfig, *, lrs=GRID_LRS, columns=GRID_COLUMNS,
                steps: int = GRID_STEPS, eval_every: int = 10) -> tuple[dict, dict]:
     """One run of ``steps`` steps per (learning rate, column) from ``policy``: ``config`` with that
-    learning rate and the column's overrides (chapter 14). Returns ``(runs, clip)``, both keyed by
+    learning rate and the column's overrides (chapter 15). Returns ``(runs, clip)``, both keyed by
     ``(lr_label(lr), column)``: each run's ``evals`` and its largest clip fraction over the steps."""
     runs, clip = {}, {}
     for lr in lrs:
@@ -43,7 +43,7 @@ def grid_sweep(policy: GPT, task: AdditionTask, config: GRPOConfig, *, lrs=GRID_
 
 
 def grid_differences(runs: dict, warm_accuracy: float) -> dict[str, tuple[float, float]]:
-    """The pairs of final accuracies chapter 14 compares, by name: G=8 against G=2 and K=4 against K=1 at
+    """The pairs of final accuracies chapter 15 compares, by name: G=8 against G=2 and K=4 against K=1 at
     the two smaller learning rates, and each cell against the warm start where it ends near or below it."""
     final = {key: evals["accuracy"][-1] for key, evals in runs.items()}
     lrs = list(dict.fromkeys(lr for lr, _ in runs))
@@ -56,7 +56,7 @@ def grid_differences(runs: dict, warm_accuracy: float) -> dict[str, tuple[float,
 
 
 def grid_claims(runs: dict, clip: dict, warm_accuracy: float, floor: float) -> dict[str, bool]:
-    """What chapter 14 says about its grid (rows 3e-4, 1e-3, 1e-2), each statement with its truth value;
+    """What chapter 15 says about its grid (rows 3e-4, 1e-3, 1e-2), each statement with its truth value;
     ``floor`` is the noise floor of two single runs."""
     final = {key: evals["accuracy"][-1] for key, evals in runs.items()}
     differences = grid_differences(runs, warm_accuracy)

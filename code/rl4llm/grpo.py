@@ -1,7 +1,7 @@
-"""GRPO's two pieces: group-relative advantages and the clipped, batched loss (chapters 13-14).
+"""GRPO's two pieces: group-relative advantages and the clipped, batched loss (chapters 13-15).
 
 ``group_advantages`` turns a group's rewards into per-answer advantages (the group mean is the
-baseline, no critic). ``grpo_loss`` is the loss the tiny transformer of chapter 14 trains with:
+baseline, no critic). ``grpo_loss`` is the loss the tiny transformer of chapter 15 trains with:
 batched (B, T) tensors with a completion mask, no Python loop over tokens or sequences.
 """
 from __future__ import annotations

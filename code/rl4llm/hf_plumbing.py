@@ -1,4 +1,4 @@
-"""Hugging Face plumbing around the book's tokenizer and tiny GPT (chapter 15).
+"""Hugging Face plumbing around the book's tokenizer and tiny GPT (chapter 16).
 
 What TRL needs to see our objects as its own: the character tokenizer as a transformers tokenizer
 (:func:`char_tokenizer_for_transformers`), the GPT as a ``GPT2LMHeadModel`` with our special ids
@@ -34,7 +34,7 @@ def char_tokenizer_for_transformers(tokenizer: CharTokenizer):
 
 
 def trl_policy(model: GPT, tokenizer: CharTokenizer, directory: str | None = None):
-    """``model`` as a ``GPT2LMHeadModel`` ready for TRL's ``GRPOTrainer`` (chapter 15).
+    """``model`` as a ``GPT2LMHeadModel`` ready for TRL's ``GRPOTrainer`` (chapter 16).
 
     :func:`rl4llm.model.to_gpt2` with our EOS and PAD ids, and the generation config pointed at
     them too (GPT-2's default id 50256 is outside this vocabulary; TRL stops sampling at every EOS

@@ -1,4 +1,4 @@
-"""Where the KL goes: k1, k2 and k3 as estimates of KL(pi || pi_ref), and as leashes (chapter 16).
+"""Where the KL goes: k1, k2 and k3 as estimates of KL(pi || pi_ref), and as leashes (chapter 17).
 
 With x = ln pi(y) - ln pi_ref(y) at a token y sampled from pi,
 
@@ -7,7 +7,7 @@ With x = ln pi(y) - ln pi_ref(y) at a token y sampled from pi,
 k1 and k3 average to KL(pi || pi_ref) exactly; k2 averages to something else (close to the KL only
 where pi and pi_ref are close); k3 is never negative. As a *leash* each enters a trainer's loss in one
 place (``LEASHES``), and what the trainer follows is the expected gradient of that term, samples held
-fixed, as autograd sees them (chapter 16 derives each):
+fixed, as autograd sees them (chapter 17 derives each):
 
 - ``"k1_reward"``: k1 subtracted from the reward (classic RLHF-PPO), so it reaches the loss as
   sg(k1) ln pi(y): E[k1 grad ln pi] = grad KL(pi || pi_ref), the REVERSE KL;
@@ -46,7 +46,7 @@ ESTIMATORS = ("k1", "k2", "k3")
 
 
 def kl_estimators(logp, logp_ref):
-    """``(k1, k2, k3)`` elementwise, with x = logp - logp_ref (chapter 16):
+    """``(k1, k2, k3)`` elementwise, with x = logp - logp_ref (chapter 17):
     k1 = x, k2 = x^2 / 2, k3 = exp(logp_ref - logp) - (logp_ref - logp) - 1.
 
     ``logp`` and ``logp_ref`` are the log-probabilities of the same sampled tokens under pi and pi_ref,
@@ -121,7 +121,7 @@ def leash_gradient(logits, ref_logits, leash: str, samples=None) -> np.ndarray:
     """d/dz of the leash's penalty by autograd: its expectation over y ~ pi when ``samples`` is None
     (every answer weighted by pi(y), the weights held fixed), else its mean over the sampled answer
     indices ``samples`` (a Monte Carlo estimate of that expectation). A DESCENT direction: the trainer
-    subtracts beta times it from its ascent on J (chapter 16).
+    subtracts beta times it from its ascent on J (chapter 17).
     """
     z, z_ref = _pair(logits, ref_logits)
     leash = _check_leash(leash)
@@ -164,7 +164,7 @@ def _record(path: list, r: np.ndarray, z_ref: np.ndarray) -> dict:
 
 def leash_run(leash: str, beta: float = 1.0, G: int = 8, steps: int = 60, lr: float = 1.0, seed: int = 0,
               logits=LOGITS, rewards=REWARDS, ref_logits=None) -> dict:
-    """The toy trained on samples with a KL leash to pi_ref (the start, unless ``ref_logits``), seeded (chapter 16).
+    """The toy trained on samples with a KL leash to pi_ref (the start, unless ``ref_logits``), seeded (chapter 17).
 
     Each step draws G answers from pi, then takes one gradient step of size ``lr`` on the loss, by
     autograd: mean_i [-A_i ln pi(y_i) + beta leash_term(y_i)] with leave-one-out advantages A of the
@@ -198,7 +198,7 @@ def leash_run(leash: str, beta: float = 1.0, G: int = 8, steps: int = 60, lr: fl
 def leash_exact_run(leash: str, beta: float = 1.0, steps: int = 60, lr: float = 1.0, logits=LOGITS,
                     rewards=REWARDS, ref_logits=None) -> dict:
     """What ``leash_run`` follows on average: z <- z + lr (grad J - beta ``leash_gradient``(z)), exact
-    gradients, no sampling (chapter 16). Same outputs as ``leash_run``."""
+    gradients, no sampling (chapter 17). Same outputs as ``leash_run``."""
     leash, beta, steps, lr, z, r, z_ref = _run_settings(leash, beta, steps, lr, logits, rewards, ref_logits)
     path = [z.copy()]
     for _ in range(steps):
@@ -209,7 +209,7 @@ def leash_exact_run(leash: str, beta: float = 1.0, steps: int = 60, lr: float = 
 
 def moved_policy(pi_correct: float, logits=LOGITS, correct: int = CORRECT) -> np.ndarray:
     """Logits of the toy's pi moved to pi(correct) = ``pi_correct``, the other answers scaled together
-    (chapter 16's slider): ln of (1 - pi_correct) pi_other / (1 - pi(correct)), and ln pi_correct."""
+    (chapter 17's slider): ln of (1 - pi_correct) pi_other / (1 - pi(correct)), and ln pi_correct."""
     p = real_in_range(pi_correct, "pi_correct", 0.0, 1.0, low_open=True, high_open=True)
     pi = softmax(logits_vector(logits))
     moved = pi * (1 - p) / (1 - pi[correct])

@@ -1,4 +1,4 @@
-"""The key/value caches of the tiny GPT (chapter 14): what lets a new token attend to every earlier one
+"""The key/value caches of the tiny GPT (chapter 15): what lets a new token attend to every earlier one
 without recomputing their keys and values.
 
 Both caches hold one layer's keys and values, shaped (B, n_head, T_past, head_dim), and have the same

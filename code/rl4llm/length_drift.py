@@ -1,5 +1,5 @@
 """Length drift, shown: the expected completion length over training under each loss aggregation, and
-DAPO's two remedies for overlong answers (chapter 16).
+DAPO's two remedies for overlong answers (chapter 17).
 
 The *length toy* is a policy over five whole answers, one softmax over one logit each, whose right and
 wrong answers come short and long: "right, short" (2 tokens), "right, long" (8), "wrong, short" (2),
@@ -38,7 +38,7 @@ OVERLONG = ("none", "filter", "soft")
 
 def soft_overlong_penalty(length, cap: int = LENGTH_CAP, buffer: int = SOFT_BUFFER) -> np.ndarray:
     """DAPO's R_length(|o|): 0 for |o| <= cap - buffer, ((cap - buffer) - |o|) / buffer for
-    cap - buffer < |o| <= cap, and -1 for |o| > cap (chapter 16). Elementwise over ``length``."""
+    cap - buffer < |o| <= cap, and -1 for |o| > cap (chapter 17). Elementwise over ``length``."""
     cap = integer_at_least(cap, "cap", 1)
     buffer = integer_at_least(buffer, "buffer", 1)
     if buffer > cap:
@@ -96,7 +96,7 @@ def _run(step, steps, overlong) -> dict:
 
 def length_drift_run(loss_type: str = "grpo", overlong: str = "none", advantage: str = "group_mean", G: int = 8,
                      steps: int = 40, lr: float = 0.5, seed: int = 0) -> dict:
-    """The length toy trained from the uniform policy on groups of G, seeded (chapter 16): each step draws a
+    """The length toy trained from the uniform policy on groups of G, seeded (chapter 17): each step draws a
     group, weights its answers by ``advantage`` and ``loss_type`` (times L_max, as in ``estimator_bias``)
     and moves the logits by ``lr`` times the estimate. Returns arrays of length steps + 1: ``length``
     E|o| (tokens, cut at the cap), ``length_right`` and ``length_wrong`` (E|o| among right and among

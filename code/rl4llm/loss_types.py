@@ -1,4 +1,4 @@
-"""GRPO's loss types: how the per-token losses of a batch become one number (chapters 13-15).
+"""GRPO's loss types: how the per-token losses of a batch become one number (chapters 13-16).
 
 Every loss type is one :class:`LossType` in :data:`LOSS_TYPES`, defined here once; the loss
 (:func:`rl4llm.grpo.grpo_loss`), the trainer's config, the toy, data parallelism, the TRL bridge,
@@ -11,7 +11,7 @@ the completion mask, B rows and L = ``max_completion_length``:
 
 ``"bnpo"`` and ``"dapo"`` differ only across processes: under data parallelism TRL 1.16 divides
 ``"dapo"``'s per-process token sum by the whole batch's token count over P (gathered from every
-process), ``"bnpo"``'s by the process's own count (chapter 15). Adding a loss type is one
+process), ``"bnpo"``'s by the process's own count (chapter 16). Adding a loss type is one
 :func:`register_loss_type` call.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where the bytes of a GRPO run go, one GPU at a time (chapter 17, "The arithmetic of a real run").
+"""Where the bytes of a GRPO run go, one GPU at a time (chapter 19, "The arithmetic of a real run").
 
 ``memory_budget(n_params, **options)`` returns, for one GPU, the bytes of each part of a run (``PARTS``).
 With Psi the number of parameters, b(x) the bytes of a number in precision x (``PRECISION_BYTES``) and
@@ -81,7 +81,7 @@ def _kv_bytes(n_layers: int, n_kv_heads: int, head_dim: int, number_bytes: int) 
 
 def kv_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int, precision: str = "bf16") -> int:
     """Bytes of the KV cache per token: 2 (a key and a value) x layers x key-value heads x head_dim x
-    b(precision) (chapter 17). Llama-2-7B in fp16: 2 x 32 x 32 x 128 x 2 = 524,288 bytes, 0.5 MiB."""
+    b(precision) (chapter 19). Llama-2-7B in fp16: 2 x 32 x 32 x 128 x 2 = 524,288 bytes, 0.5 MiB."""
     for n, name in ((n_layers, "n_layers"), (n_kv_heads, "n_kv_heads"), (head_dim, "head_dim")):
         integer_at_least(n, name, 1)
     return _kv_bytes(n_layers, n_kv_heads, head_dim, PRECISION_BYTES[_choice(precision, "precision", PRECISION_BYTES)])

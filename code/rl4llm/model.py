@@ -1,11 +1,11 @@
-"""A tiny GPT with a KV cache, and batched sampling of G completions per prompt (chapter 14).
+"""A tiny GPT with a KV cache, and batched sampling of G completions per prompt (chapter 15).
 
 nanoGPT-style: a config dataclass, a forward pass that reads top to bottom. The layout is GPT-2's
 (learned absolute positions, pre-norm blocks, GELU MLP, biases, tied input/output embeddings), so
 :func:`to_gpt2` can copy the same weights into ``transformers``' ``GPT2LMHeadModel`` for a
 like-for-like comparison with TRL.
 
-Two functions give log-probabilities, and chapter 14's tests hold them equal:
+Two functions give log-probabilities, and chapter 15's tests hold them equal:
 
 - :func:`sample` draws completions token by token with the KV cache and records
   log pi_old(y_t | x, y_<t) of each drawn token as it goes (the "old" log-probs of GRPO);
@@ -97,7 +97,7 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only transformer: logits = ln_f(blocks(wte[x] + wpe[pos])) @ wte^T (chapter 14)."""
+    """Decoder-only transformer: logits = ln_f(blocks(wte[x] + wpe[pos])) @ wte^T (chapter 15)."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -142,7 +142,7 @@ class GPT(nn.Module):
 
 @dataclass
 class Rollout:
-    """A batch of sampled completions (chapter 14).
+    """A batch of sampled completions (chapter 15).
 
     ``tokens`` (B, P + T): prompt then completion, PAD after EOS; ``logp`` (B, T): log-prob of each
     completion token under the sampler (0 where masked); ``mask`` (B, T): 1 on completion tokens up
@@ -161,7 +161,7 @@ class Rollout:
 @torch.no_grad()
 def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: int, pad_id: int,
            group_size: int = 1, temperature: float = 1.0, generator: torch.Generator | None = None) -> Rollout:
-    """Sample ``group_size`` completions of every prompt at once, with the KV cache (chapter 14).
+    """Sample ``group_size`` completions of every prompt at once, with the KV cache (chapter 15).
 
     ``prompts`` (N, P) are fixed-width token ids; rows are repeated G times (row i*G + j is sample j
     of prompt i). The prompt is run through the model once and its key/value cache copied to the
@@ -208,7 +208,7 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
 
 def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0,
                         group_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    """log pi_theta(y_t | x, y_<t) of every completion token, and the policy's entropy there (chapter 14).
+    """log pi_theta(y_t | x, y_<t) of every completion token, and the policy's entropy there (chapter 15).
 
     A forward pass over ``tokens`` (B, P + T): the logits at position P - 1 + t predict completion
     token t. With ``group_size`` G > 1 the rows come in groups of G that share their prompt (as

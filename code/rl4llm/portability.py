@@ -1,13 +1,13 @@
-"""What holds on every machine, and how to try another one (chapter 14).
+"""What holds on every machine, and how to try another one (chapter 15).
 
 Long torch training runs do not give the same digits on every CPU: the kernels torch picks for the
 instruction set (AVX-512, AVX2, none), and those the libraries under it pick for the CPU model, sum
 in different orders, sampled tokens start to differ, and the trajectories part. Forcing one
-instruction set does not make two CPUs agree: two machines with the same AVX-512 kernels can part. Chapter 14 therefore prints its training digits for the reader (nbval does
+instruction set does not make two CPUs agree: two machines with the same AVX-512 kernels can part. Chapter 15 therefore prints its training digits for the reader (nbval does
 not compare that cell) and, in the next cell, statements about them that hold on every machine,
 which nbval checks strictly: a line ``claim: True`` that prints ``False`` elsewhere fails the test.
 Torch's ``ATEN_CPU_CAPABILITY`` variable forces the kernels of a lesser instruction set, which is
-how the tests and ``benchmarks/ch14_machine_spread.py`` emulate other CPUs on one machine.
+how the tests and ``benchmarks/ch15_machine_spread.py`` emulate other CPUs on one machine.
 """
 from __future__ import annotations
 

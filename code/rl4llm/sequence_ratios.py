@@ -16,7 +16,7 @@ coefficient c_t is set by the ``WEIGHTINGS``:
 
 Every weighting sums over tokens (the constant ``dr_grpo`` aggregation, times the length cap), so that
 only the weight differs between them; GSPO's own loss also divides by |a|, a length normaliser whose
-effect chapter 16 measured. The exact mean E_old[X], its bias E_old[X] - grad J(pi), its total
+effect chapter 17 measured. The exact mean E_old[X], its bias E_old[X] - grad J(pi), its total
 variance E_old|X - E X|^2 and the share of tokens whose gradient is zero are sums over every answer
 (``reweighted_moments``); ``sample_reweighted`` draws X at random for the Monte Carlo check.
 
@@ -132,7 +132,7 @@ def _two_step_params(steps: int, lr: float) -> dict:
 
 
 def two_step_sequences(steps: int = 1, lr: float = 1.0) -> SequenceTask:
-    """The seven answers of the two-step "5" / "05" toy (chapters 3, 13, 16), padded to 3 tokens: pi_old
+    """The seven answers of the two-step "5" / "05" toy (chapters 3, 13, 17), padded to 3 tokens: pi_old
     is the toy, pi is it after ``steps`` exact ascent steps of size ``lr`` on J (all nine logits)."""
     steps, lr = _steps_lr(steps, lr)
     new, old = _two_step_params(steps, lr), two_step_logits()

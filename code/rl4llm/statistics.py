@@ -1,4 +1,4 @@
-"""Is a difference real? Standard errors and noise floors for results over seeds (chapters 6, 9, 13, 14, 16).
+"""Is a difference real? Standard errors and noise floors for results over seeds (chapters 6, 9, 13, 15, 17).
 
 A Monte Carlo estimate comes with its standard error, s / sqrt(n). Two settings compared over seeds
 differ by mean(a) - mean(b), whose standard error is sqrt(s_a^2 / n_a + s_b^2 / n_b). The book calls
@@ -87,7 +87,7 @@ def _betainc(a: float, b: float, x: float) -> float:
 
 
 def noise_floor(a, b, *, level: float = 0.05) -> float:
-    """t_{1 - level/2, Welch dof} * sqrt(s_a^2 / n_a + s_b^2 / n_b) (chapters 6, 14).
+    """t_{1 - level/2, Welch dof} * sqrt(s_a^2 / n_a + s_b^2 / n_b) (chapters 6, 15).
 
     A difference of means smaller than this is within what reseeding alone produces at the given
     two-sided level, so it is not evidence that one setting is better.
@@ -116,7 +116,7 @@ def false_alarm_rate_of_two_se(n: int) -> float:
 
 def seeds_needed(s: float, difference: float, *, level: float = 0.05) -> int:
     """Smallest n seeds per setting whose noise floor t_{1 - level/2, 2n - 2} s sqrt(2 / n) is below
-    ``difference``, for two settings with the same spread ``s`` over seeds (chapter 14)."""
+    ``difference``, for two settings with the same spread ``s`` over seeds (chapter 15)."""
     s = real_in_range(s, "s", 0.0, math.inf, low_open=True, high_open=True)
     difference = real_in_range(difference, "difference", 0.0, math.inf, low_open=True, high_open=True)
     n = 2

@@ -1,4 +1,4 @@
-"""Where the seconds of a GRPO step go: sampling, training, moving weights, and how they overlap (chapter 17).
+"""Where the seconds of a GRPO step go: sampling, training, moving weights, and how they overlap (chapter 19).
 
 With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per second from its memory:
 

@@ -36,11 +36,11 @@ UNTITLED_KINDS = {
         "ex-ch06-unbiased", "ex-ch07-sum-zero", "ex-ch07-lr-ratio", "ex-ch08-shift", "ex-ch08-coordinate",
         "ex-ch08-samples", "ex-ch09-rloo", "ex-ch09-zero-signal", "ex-ch10-variance", "ex-ch10-support",
         "ex-ch11-cliphigher", "ex-ch11-first-step", "ex-ch12-telescoping", "ex-ch12-flat",
-        "ex-ch13-aggregation", "ex-ch14-padding", "ex-ch15-units", "ex-ch15-accumulation",
-        "ex-ch15-kl-correction", "ex-ch15-four-processes"], "written"),
+        "ex-ch13-aggregation", "ex-ch15-padding", "ex-ch16-units", "ex-ch16-accumulation",
+        "ex-ch16-kl-correction", "ex-ch16-four-processes"], "written"),
     **dict.fromkeys([
         "ex-ch04-gibbs", "ex-ch04-half", "ex-ch05-reliable-zero", "ex-ch10-reverse", "ex-ch11-early-stop",
-        "ex-ch14-clip", "ex-ch19-knobs"], "experiment"),
+        "ex-ch15-clip", "ex-ch21-knobs"], "experiment"),
 }
 
 #: What a student can do after each exercise (by label).
@@ -120,29 +120,29 @@ OBJECTIVES = {
     "ex-ch13-write-grpo-loss": "implement GRPO's loss in torch: clip, KL penalty (k3) and every aggregation",
     "ex-ch13-pairs": "list the advantages of groups of two and compare G = 2 with G = 8",
     "ex-ch13-leash": "predict where the KL leash holds the policy for a given beta",
-    "ex-ch14-clip": "make the clip bind in a real run and say which tokens it clips",
-    "ex-ch14-padding": "give the position ids a left-padded batch needs, and what breaks without them",
-    "ex-ch14-seeds": "size a comparison over seeds from the noise floor",
-    "ex-ch14-verifier": "implement a verifier that model output can neither fool nor crash",
-    "ex-ch14-break": "break GRPO one knob at a time, predicting each run first",
-    "ex-ch15-units": "translate a run's settings into TRL's configuration fields",
-    "ex-ch15-accumulation": "decide for each loss type whether gradient accumulation gives the whole-batch gradient",
-    "ex-ch15-kl-correction": "say what TRL's KL bias correction changes when the ratio is 1",
-    "ex-ch15-four-processes": "find which loss types survive splitting a batch over four processes",
-    "ex-ch15-split": "compute by hand the bnpo loss two data-parallel processes follow",
-    "ex-ch15-write-data-parallel": "implement the loss that P processes follow for every aggregation",
-    "ex-ch15-default-lr": "rerun TRL with its default learning rate and explain what the tiny model does",
-    "ex-ch16-k2": "compute the k2 estimate of one token by hand and say what it estimates",
-    "ex-ch16-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
-    "ex-ch16-dapo-weight": "compute the weight the dapo aggregation gives each token of a long answer",
-    "ex-ch16-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
-    "ex-ch16-beta": "predict and measure where each KL leash holds the toy at another beta",
-    "ex-ch17-bytes": "add up the bytes of weights, gradients, optimizer state and reference for a 3B run",
-    "ex-ch17-zero2": "compute what ZeRO-2 leaves on each of 8 GPUs",
-    "ex-ch17-kv": "compute the KV cache of a sampling step from a model's shape",
-    "ex-ch17-decode": "say whether one decoding step is bound by memory bandwidth or by FLOPs, and its time",
-    "ex-ch17-write-kv-bytes": "implement the KV cache's bytes per token from a model's shape",
-    "ex-ch17-split": "find the split of GPUs between sampler and trainer that minimises a step, and whether it moves",
+    "ex-ch15-clip": "make the clip bind in a real run and say which tokens it clips",
+    "ex-ch15-padding": "give the position ids a left-padded batch needs, and what breaks without them",
+    "ex-ch15-seeds": "size a comparison over seeds from the noise floor",
+    "ex-ch15-verifier": "implement a verifier that model output can neither fool nor crash",
+    "ex-ch15-break": "break GRPO one knob at a time, predicting each run first",
+    "ex-ch16-units": "translate a run's settings into TRL's configuration fields",
+    "ex-ch16-accumulation": "decide for each loss type whether gradient accumulation gives the whole-batch gradient",
+    "ex-ch16-kl-correction": "say what TRL's KL bias correction changes when the ratio is 1",
+    "ex-ch16-four-processes": "find which loss types survive splitting a batch over four processes",
+    "ex-ch16-split": "compute by hand the bnpo loss two data-parallel processes follow",
+    "ex-ch16-write-data-parallel": "implement the loss that P processes follow for every aggregation",
+    "ex-ch16-default-lr": "rerun TRL with its default learning rate and explain what the tiny model does",
+    "ex-ch17-k2": "compute the k2 estimate of one token by hand and say what it estimates",
+    "ex-ch17-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
+    "ex-ch17-dapo-weight": "compute the weight the dapo aggregation gives each token of a long answer",
+    "ex-ch17-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
+    "ex-ch17-beta": "predict and measure where each KL leash holds the toy at another beta",
+    "ex-ch19-bytes": "add up the bytes of weights, gradients, optimizer state and reference for a 3B run",
+    "ex-ch19-zero2": "compute what ZeRO-2 leaves on each of 8 GPUs",
+    "ex-ch19-kv": "compute the KV cache of a sampling step from a model's shape",
+    "ex-ch19-decode": "say whether one decoding step is bound by memory bandwidth or by FLOPs, and its time",
+    "ex-ch19-write-kv-bytes": "implement the KV cache's bytes per token from a model's shape",
+    "ex-ch19-split": "find the split of GPUs between sampler and trainer that minimises a step, and whether it moves",
     "ex-ch18-gspo-ratio": "compute GSPO's length-normalised ratio of a two-token answer and contrast it with the "
                           "exact sequence weight",
     "ex-ch18-draws": "compute the groups dynamic sampling draws per kept group, 1 / (1 - p^G - (1 - p)^G)",
@@ -150,10 +150,10 @@ OBJECTIVES = {
     "ex-ch18-write-pass-at-k": "implement the unbiased pass@k estimator 1 - C(n - c, k) / C(n, k)",
     "ex-ch18-length": "predict and measure the length at which the product weight's second moment reaches 10",
     "ex-ch18-group-mean": "test whether dynamic sampling's 1 / (1 - P(flat)) cost holds with Dr. GRPO's advantages",
-    "ex-ch19-knobs": "name each method's step-size knob and check it by halving and doubling it",
-    "ex-ch19-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
-    "ex-ch19-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
-    "ex-ch19-write-exact-gradient": "implement the exact-gradient learner every method approximates",
+    "ex-ch21-knobs": "name each method's step-size knob and check it by halving and doubling it",
+    "ex-ch21-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
+    "ex-ch21-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
+    "ex-ch21-write-exact-gradient": "implement the exact-gradient learner every method approximates",
 }
 
 #: Points of an exercise of each kind; a kind graded by hand has a rubric that adds up to them.
@@ -208,13 +208,14 @@ WEEKS = (
     Week("Part II: the RL core", (Lecture("Estimating reward; the score function", (6, 7)),
                                   Lecture("Baselines and the on-policy loop", (8, 9)))),
     Week("Part III: reusing samples, trust regions, GRPO", (Lecture("Importance sampling and PPO's clip", (10, 11)),
-                                                            Lecture("Credit assignment and GRPO", (12, 13)))),
-    Week("Part IV: GRPO on a real model", (Lecture("GRPO on a tiny transformer", (14,)),
-                                           Lecture("From the book to TRL", (15,)))),
+                                                            Lecture("Credit assignment and GRPO; GRPO's choices", (12, 13, 14)))),
+    Week("Part IV: GRPO on a real model", (Lecture("GRPO on a tiny transformer", (15,)),
+                                           Lecture("From the book to TRL", (16,)))),
     Week("Part V: after GRPO, and the summary", (
-        Lecture("Every estimator against the exact gradient; where the KL goes", (16,)),
-        Lecture("The arithmetic of a real run; sequence ratios, dynamic sampling, pass@k; every method side "
-                "by side", (17, 18, 19)))),
+        Lecture("Every estimator against the exact gradient; where the KL goes; sequence ratios, dynamic "
+                "sampling, pass@k", (17, 18)),
+        Lecture("The arithmetic of a real run; when the sampler is not the trainer; every method side by side",
+                (19, 20, 21)))),
 )
 
 #: What a student can do after each chapter.
@@ -245,26 +246,26 @@ CHAPTER_OBJECTIVES = {
         "per-token advantage gives up",
     13: "assemble GRPO; compute group advantages (ddof 0 against TRL's 1) and each loss aggregation's length "
         "bias; write grpo_loss; compare settings against a noise floor",
-    14: "write a verifier that model output can neither fool nor crash; run GRPO on a tiny transformer and read "
+    15: "write a verifier that model output can neither fool nor crash; run GRPO on a tiny transformer and read "
         "its diagnostics; tell a run's machine-dependent digits from what holds on every CPU; size a comparison "
         "over seeds",
-    15: "map the book's knobs onto TRL's GRPOConfig and spot the defaults that change the algorithm; check TRL's "
+    16: "map the book's knobs onto TRL's GRPOConfig and spot the defaults that change the algorithm; check TRL's "
         "loss against the book's on one batch; compute what splitting a batch over processes does to each "
         "normaliser",
-    16: "compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the KL "
+    17: "compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the KL "
         "estimators k1, k2, k3 apart and which gradient each leash follows",
-    17: "add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time "
+    19: "add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time "
         "(sampling, training, weight sync; synchronous against asynchronous)",
     18: "compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
         "pass@k and its unbiased estimator",
-    19: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
+    21: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
         "penalty and contrast it with k1",
 }
 
 #: Estimated minutes per chapter: (reading its text and code, doing its exercises).
 MINUTES = {1: (25, 40), 2: (35, 55), 3: (30, 45), 4: (40, 60), 5: (55, 75), 6: (60, 75), 7: (45, 60),
-           8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (75, 90), 14: (60, 75),
-           15: (50, 75), 16: (60, 75), 17: (45, 60), 18: (55, 70), 19: (35, 50)}
+           8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (75, 90), 15: (60, 75),
+           16: (50, 75), 17: (60, 75), 19: (45, 60), 18: (55, 70), 21: (35, 50)}
 
 
 @dataclass(frozen=True)
@@ -278,17 +279,17 @@ class Project:
     rubric: tuple[Criterion, ...]
 
 
-#: The end-of-module project, on chapter 14's trainer.
+#: The end-of-module project, on chapter 15's trainer.
 PROJECT = Project(
     title="One knob of GRPO, measured",
     week_released=3, week_due=4, points=20,
     brief=("Choose one field of `rl4llm.trainer.GRPOConfig` (not `seed`, `device` or `num_threads`) and a second "
            "value for it. Predict, from the book's formulas, how moving it changes the tiny transformer's final "
            "held-out accuracy and one diagnostic of `GRPOTrainer.metrics` (clip fraction, KL, zero-signal "
-           "groups...). Starting from chapter 14's warm start with `chapter14_config()` (shortened if the "
+           "groups...). Starting from chapter 15's warm start with `chapter15_config()` (shortened if the "
            "budget needs it, the same for both settings), run `GRPOTrainer` at both values over enough seeds "
            "to call the difference you predicted (size it with `rl4llm.statistics.seeds_needed` and the spread "
-           "chapter 14 prints), and report whether the difference clears the noise floor "
+           "chapter 15 prints), and report whether the difference clears the noise floor "
            "(`rl4llm.statistics.verdict`)."),
     deliverables=("a notebook that runs top to bottom and reproduces every number it states",
                   "a one-page report: prediction, design, results with their noise floor, explanation"),

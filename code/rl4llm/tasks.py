@@ -1,7 +1,7 @@
-"""The task of the final chapter: two-digit addition as text, and its character tokenizer (chapter 14).
+"""The task of the final chapter: two-digit addition as text, and its character tokenizer (chapter 15).
 
 A prompt is ``"a+b="`` with both operands written with two digits (``"07+45="``), so every prompt
-has the same length and no prompt needs padding (chapter 14 explains why padding plus absolute
+has the same length and no prompt needs padding (chapter 15 explains why padding plus absolute
 positions silently corrupts log-probabilities). The completion the verifier wants is the decimal
 sum (``"52"``) followed by the end-of-sequence token. The 10,000 pairs (a, b) with a, b in 0..99
 are split by *unordered* pair: the held-out split takes whole sets {a, b} (both orders, or the one
@@ -29,7 +29,7 @@ MAX_COMPLETION_LEN = len(str(2 * MAX_OPERAND)) + 1
 
 
 class CharTokenizer:
-    """One token per character: the ten digits, ``+``, ``=``, then EOS and PAD (chapter 14).
+    """One token per character: the ten digits, ``+``, ``=``, then EOS and PAD (chapter 15).
 
     ``encode`` maps text to token ids, reading the markers ``"<eos>"`` and ``"<pad>"`` as one
     token each; ``decode`` is its inverse, so ``decode(encode(s)) == s``.
@@ -98,7 +98,7 @@ def _operand(x, name: str) -> int:
 
 
 class AdditionTask:
-    """All pairs (a, b), a, b in 0..99, split by unordered pair into train and held out (chapter 14).
+    """All pairs (a, b), a, b in 0..99, split by unordered pair into train and held out (chapter 15).
 
     The 5,050 unordered pairs {a, b} are shuffled by ``seed`` and taken in that order into the
     held-out split, both orders of each, until it holds exactly ``n_eval`` ordered pairs (an odd
@@ -139,7 +139,7 @@ class AdditionTask:
         return np.array([r + [tok.pad_id] * (MAX_COMPLETION_LEN - len(r)) for r in rows], dtype=np.int64)
 
     def rewards(self, pairs, completion_ids) -> np.ndarray:
-        """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 14)."""
+        """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 15)."""
         prompts = self.prompts(pairs)
         ids = np.asarray(completion_ids)
         if ids.ndim != 2 or ids.shape[0] != len(prompts) or (ids.size and not np.issubdtype(ids.dtype, np.integer)):

@@ -205,7 +205,7 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
 
 
 def run_over_seeds(run, seeds, **kwargs):
-    """Call ``run(seed=s, **kwargs)`` for every seed and stack the results (chapters 13, 16).
+    """Call ``run(seed=s, **kwargs)`` for every seed and stack the results (chapters 13, 17).
 
     A run returning an array gives an array shaped (n_seeds, ...); a run returning a dict of arrays
     gives a dict of such stacks. Use it to draw a mean with a spread instead of one lucky seed.

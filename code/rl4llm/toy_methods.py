@@ -1,9 +1,9 @@
-"""Every method of the book on the toy, one call each (chapter 19).
+"""Every method of the book on the toy, one call each (chapter 21).
 
 Each ``run_*`` function trains the five-answer toy from pi(5) = 0.2 and returns its
 learning curve: pi(5) before every step and after the last (length ``steps + 1``). They
 are thin loops over the functions the earlier chapters built, so each one reads like its
-skeleton in chapter 19:
+skeleton in chapter 21:
 
 =====================  =====================================================  =======
 method                 one step                                               chapter
@@ -79,7 +79,7 @@ def run_sft(steps: int = 30, lr: float = 0.5, logits=LOGITS,
 @checked(_one_reward_per_answer, lr=positive_real, **_RUN)
 def run_exact_gradient(steps: int = 30, lr: float = 1.0, logits=LOGITS,
                        rewards=REWARDS) -> np.ndarray:
-    """Ascent along the exact gradient, z <- z + lr pi * (r - J) (chapters 7, 19).
+    """Ascent along the exact gradient, z <- z + lr pi * (r - J) (chapters 7, 21).
 
     No sampling: ``policy_gradient`` is grad J itself, the mean of REINFORCE's estimate.
     So this is roughly the path REINFORCE follows on average (up to the noise and the
@@ -190,7 +190,7 @@ def run_grpo(steps: int = 30, G: int = 8, K: int = 4, lr: float = 1.0,
     return run["pi_correct"]
 
 
-#: The six methods of chapter 19, in the book's order: name -> one-call runner.
+#: The six methods of chapter 21, in the book's order: name -> one-call runner.
 METHODS = {
     "SFT": run_sft,
     "REINFORCE": run_reinforce,
@@ -202,7 +202,7 @@ METHODS = {
 
 
 def method_curves(steps: int = 30, seeds=range(8)) -> dict[str, np.ndarray]:
-    """Every method's pi(5) curve with its default settings (chapter 19).
+    """Every method's pi(5) curve with its default settings (chapter 21).
 
     name -> array (n_runs, steps + 1): one row per seed for the sampling methods
     (``run_over_seeds``), a single row for SFT, which samples nothing and is

@@ -1,4 +1,4 @@
-"""The GRPO trainer of chapter 14: the text's loop, for real, on the tiny GPT.
+"""The GRPO trainer of chapter 15: the text's loop, for real, on the tiny GPT.
 
 One outer step (:meth:`GRPOTrainer.step`) is the text's loop body in two halves, each a method the
 chapter shows beside the pseudocode:
@@ -42,7 +42,7 @@ from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
 
 @dataclass
 class GRPOConfig:
-    """Every knob of a GRPO run (chapter 14). Defaults: the chapter's CPU run."""
+    """Every knob of a GRPO run (chapter 15). Defaults: the chapter's CPU run."""
     seed: int = 0
     steps: int = 200                # outer steps: sample, score, K inner updates
     prompts_per_step: int = 64      # prompts per outer step
@@ -112,8 +112,8 @@ CONFIG_RULES = {
 }
 
 
-def chapter14_config() -> GRPOConfig:
-    """The configuration of chapter 14's run, defined once: chapter 14 trains with it and chapter 15's
+def chapter15_config() -> GRPOConfig:
+    """The configuration of chapter 15's run, defined once: chapter 15 trains with it and chapter 16's
     knob table shows it. It differs from the defaults of :class:`GRPOConfig` in three knobs: 300
     steps, the learning rate annealed to 0 after warmup, and flat groups left out of the loss batch."""
     return GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True)
@@ -143,7 +143,7 @@ def resolve_device(device: str) -> torch.device:
 
 @dataclass
 class Batch:
-    """What one rollout hands to the update (chapter 14): the sampled batch, scored, with advantages.
+    """What one rollout hands to the update (chapter 15): the sampled batch, scored, with advantages.
 
     ``rollout`` holds every sampled completion; ``rewards`` (N, G) their verifier scores. ``keep`` marks
     the rows the loss sees (all, or only the informative groups' when flat groups are dropped);
@@ -177,7 +177,7 @@ METRICS = ("step", "reward", "entropy", "kl", "clip_fraction", "ratio", "complet
 
 
 class GRPOTrainer:
-    """GRPO from a warm-started policy (chapter 14). ``train()`` runs ``config.steps`` outer steps.
+    """GRPO from a warm-started policy (chapter 15). ``train()`` runs ``config.steps`` outer steps.
 
     ``metrics`` holds one value per outer step for each of: ``step``, ``reward`` (mean sampled
     reward), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3 KL
@@ -418,7 +418,7 @@ class GRPOTrainer:
 # ---- "a single run proves nothing" ------------------------------------------------------------
 def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict[str, dict],
                        seeds) -> dict[str, np.ndarray]:
-    """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 14).
+    """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
 
     ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
     False}}``); every run starts from ``policy`` and differs from the others only in its overrides

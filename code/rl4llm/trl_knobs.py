@@ -1,4 +1,4 @@
-"""The book's GRPO knobs as TRL 1.16 ``GRPOConfig`` fields (chapter 15).
+"""The book's GRPO knobs as TRL 1.16 ``GRPOConfig`` fields (chapter 16).
 
 :func:`trl_config_kwargs` maps an :class:`rl4llm.trainer.GRPOConfig` to keyword arguments of
 ``trl.GRPOConfig``; :func:`knob_table` lays the mapping out beside TRL's own defaults;
@@ -6,7 +6,7 @@
 steps (next to nothing: Adam divides a constant gradient scale out). ``trl`` is imported inside the
 functions that need it, so ``import rl4llm`` does not import it.
 
-Differences by design, which the mapping cannot remove (chapter 15 shows each):
+Differences by design, which the mapping cannot remove (chapter 16 shows each):
 
 - advantages: TRL divides by the group's sample std (``ddof=1``) plus ``1e-4``; the book by the
   population std (``ddof=0``) plus ``1e-8``. ``group_advantages(r, ddof=1, eps=1e-4)`` is TRL's.
@@ -28,7 +28,7 @@ from .grpo import group_advantages
 from .hf_plumbing import quiet
 from .model import GPT
 from .tasks import AdditionTask
-from .trainer import GRPOConfig, GRPOTrainer, chapter14_config
+from .trainer import GRPOConfig, GRPOTrainer, chapter15_config
 
 #: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
 KNOBS = {
@@ -57,7 +57,7 @@ KNOBS = {
     "num_threads": (None, 14),
 }
 
-#: TRL fields the book has no knob for, set to what the book's trainer does (chapter 15 says why).
+#: TRL fields the book has no knob for, set to what the book's trainer does (chapter 16 says why).
 FIXED = {
     "bf16": False,                       # TRL resolves None to True: bf16 autocast, even on CPU
     "activation_checkpointing": False,   # TRL default True (as gradient_checkpointing, renamed in transformers 5)
@@ -69,7 +69,7 @@ FIXED = {
 
 
 def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, num_processes: int = 1) -> dict:
-    """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 15).
+    """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 16).
 
     TRL counts completions where the book counts prompts, and optimizer steps where the book counts
     outer steps, so per_device_train_batch_size = prompts_per_step x G / num_processes,
@@ -146,16 +146,16 @@ def trl_defaults(fields) -> dict:
 
 
 def knob_table(config: GRPOConfig | None = None) -> list[dict]:
-    """One row per book knob and per :data:`FIXED` field: the mapping next to TRL's default (chapter 15).
+    """One row per book knob and per :data:`FIXED` field: the mapping next to TRL's default (chapter 16).
 
     Each row: ``knob`` (the book's name, "" for a fixed field), ``book`` (its value in ``config``),
     ``trl_field``, ``trl_value`` (what :func:`trl_config_kwargs` sets; None when it leaves the field
     at TRL's default), ``trl_default`` and ``chapter`` (None for fixed fields). A knob with no TRL
     field has ``None`` in the TRL columns.
     ``drop_zero_variance`` is mapped with ``allow_unsupported=True`` so the table always builds.
-    The default ``config`` is chapter 14's run, :func:`rl4llm.trainer.chapter14_config`.
+    The default ``config`` is chapter 15's run, :func:`rl4llm.trainer.chapter15_config`.
     """
-    config = chapter14_config() if config is None else config
+    config = chapter15_config() if config is None else config
     kwargs = trl_config_kwargs(config, allow_unsupported=True)
     fields = [field for field, _ in KNOBS.values() if field] + list(FIXED)
     defaults = trl_defaults(fields)
@@ -180,7 +180,7 @@ class TRLAdvantageTrainer(GRPOTrainer):
 
 def adam_step_with_trl_advantages(model: GPT, task: AdditionTask, config: GRPOConfig,
                                   steps: int = 20) -> dict:
-    """How far ``steps`` outer steps move the weights with TRL's advantages, against the book's (ch. 15).
+    """How far ``steps`` outer steps move the weights with TRL's advantages, against the book's (ch. 16).
 
     Two runs of the book's trainer from ``model`` with ``config`` (same seed, same prompts, same
     sampling stream): one with the book's advantages, one with TRL's (sample std plus 1e-4, smaller

@@ -1,4 +1,4 @@
-"""The same GRPO loss on the same batch, ours and TRL 1.16's (chapter 15).
+"""The same GRPO loss on the same batch, ours and TRL 1.16's (chapter 16).
 
 :func:`loss_batch` builds one hand-made batch; :func:`rl4llm_loss` computes its loss with
 :func:`rl4llm.grpo.grpo_loss`, :func:`trl_loss` with ``GRPOTrainer._compute_loss`` of a real TRL
@@ -26,7 +26,7 @@ from .trl_knobs import trl_config_kwargs
 
 @dataclass
 class LossBatch:
-    """A hand-made GRPO batch (chapter 15): N prompts x G completions, everything a loss needs.
+    """A hand-made GRPO batch (chapter 16): N prompts x G completions, everything a loss needs.
 
     ``tokens`` (B, P + T): prompt then completion, EOS then PAD after it; ``mask`` (B, T): 1 up to
     and including EOS; ``advantages`` (B,); ``old_logp`` and ``ref_logp`` (B, T): log pi_old and
@@ -101,7 +101,7 @@ def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float
 
 def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory: str, *,
                      num_processes: int = 1):
-    """A real ``trl.GRPOTrainer`` ready to compute the loss of ``batch`` (chapter 15).
+    """A real ``trl.GRPOTrainer`` ready to compute the loss of ``batch`` (chapter 16).
 
     Built from :func:`trl_config_kwargs` (``num_processes`` as there) on the CPU, its outputs and
     the policy (from which TRL loads its reference model) saved under ``directory``; no download.
@@ -148,7 +148,7 @@ def trl_loss_inputs(batch: LossBatch, rows: slice = slice(None),
 
 def book_layout(model: GPT, hf_tensors: dict) -> dict:
     """GPT-2-named tensors (``transformer.h.0.attn.c_attn.weight``, ...) renamed and reshaped as
-    ``model``'s parameters (GPT-2's Conv1D weights are stored transposed; chapter 15)."""
+    ``model``'s parameters (GPT-2's Conv1D weights are stored transposed; chapter 16)."""
     names = [name for name, _ in model.named_parameters()]
     return {name: hf_tensors["transformer." + name].t() if is_conv1d(name)
             else hf_tensors["transformer." + name] for name in names}
@@ -171,7 +171,7 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, d
 
 def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES), *, seed: int = 0,
                    perturbation: float = 0.3) -> list[dict]:
-    """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 15).
+    """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 16).
 
     One :func:`loss_batch` (``seed``, ``perturbation``) for all; ``config`` with its ``loss_type``
     replaced by each in turn. Each row: ``loss_type``, ``rl4llm`` and ``trl`` (the two loss values),

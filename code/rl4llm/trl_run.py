@@ -1,8 +1,8 @@
-"""A real TRL run on the book's addition task, measured like the book's trainer (chapter 15).
+"""A real TRL run on the book's addition task, measured like the book's trainer (chapter 16).
 
 :func:`completion_reward` is the book's verifier as a TRL reward function, :func:`trl_grpo_trainer`
 builds ``trl.GRPOTrainer`` from the book's model, :class:`AccuracyClock` times training and measures
-held-out accuracy, and :func:`train_with_trl` runs all three in this process (chapter 15's run,
+held-out accuracy, and :func:`train_with_trl` runs all three in this process (chapter 16's run,
 ``scripts/grpo_trl.py`` and ``benchmarks/grpo_vs_trl.py``). Importing this module imports
 transformers.
 """
@@ -24,7 +24,7 @@ from .trainer import torch_threads
 
 
 def completion_reward(task: AdditionTask, counter: dict | None = None):
-    """A TRL reward function: the book's verifier on the sampled ids up to the first EOS (chapter 15).
+    """A TRL reward function: the book's verifier on the sampled ids up to the first EOS (chapter 16).
 
     TRL hands a reward function the decoded completions with special tokens dropped, so a PAD or EOS
     sampled inside an answer would vanish from the text; this one reads ``completion_ids`` instead.
@@ -48,7 +48,7 @@ def completion_reward(task: AdditionTask, counter: dict | None = None):
 def trl_grpo_trainer(model: GPT, task: AdditionTask, trl_kwargs: dict, *,
                      output_dir: str, callbacks=(), counter: dict | None = None,
                      logging_steps: int = 1):
-    """A ``trl.GRPOTrainer`` on the addition task, from ``model`` (chapter 15).
+    """A ``trl.GRPOTrainer`` on the addition task, from ``model`` (chapter 16).
 
     The policy is :func:`trl_policy` of ``model``, the dataset every training prompt,
     the reward :func:`completion_reward`, the tokenizer
@@ -84,7 +84,7 @@ def trl_grpo_trainer(model: GPT, task: AdditionTask, trl_kwargs: dict, *,
 
 
 class AccuracyClock(TrainerCallback):
-    """A ``TrainerCallback`` that times training and measures held-out accuracy (chapter 15).
+    """A ``TrainerCallback`` that times training and measures held-out accuracy (chapter 16).
 
     ``seconds`` adds up the wall time from each step's start to its end (sampling, scoring, loss,
     backward, optimizer), evaluation excluded. ``evals`` (``step``, ``accuracy``, ``train_seconds``)
@@ -134,7 +134,7 @@ class TRLRun:
 
 def train_with_trl(model: GPT, task: AdditionTask, trl_kwargs: dict, *, eval_every: int = 10,
                    num_threads: int = 1) -> TRLRun:
-    """Train ``model`` on ``task`` with TRL's ``GRPOTrainer`` in this process (chapter 15).
+    """Train ``model`` on ``task`` with TRL's ``GRPOTrainer`` in this process (chapter 16).
 
     :func:`trl_grpo_trainer` with an :class:`AccuracyClock`, on ``num_threads`` CPU threads, in a
     temporary output directory, TRL's warnings and progress bars silenced. ``model`` itself is not

@@ -1,4 +1,4 @@
-"""A safe verifier for addition prompts (chapter 5; the reward of chapter 14).
+"""A safe verifier for addition prompts (chapter 5; the reward of chapter 15).
 
 The source text scores a completion by calling ``int`` on it and Python's ``eval`` on the prompt
 without its ``=``. That is unsafe (``eval`` runs whatever the prompt holds) and fragile (``int`` raises on garbage, and accepts
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-#: The text marker that ends a completion (the tokenizer of chapter 14 decodes EOS to it).
+#: The text marker that ends a completion (the tokenizer of chapter 15 decodes EOS to it).
 EOS_MARKER = "<eos>"
 #: Longest operand a prompt may hold, in digits (bounds the work done on a prompt).
 MAX_OPERAND_DIGITS = 1000

@@ -1,4 +1,4 @@
-"""The warm start of chapter 14: a tiny GPT that "solves the task sometimes".
+"""The warm start of chapter 15: a tiny GPT that "solves the task sometimes".
 
 GRPO learns only from groups whose rewards differ, so it needs a policy that is right some of the
 time. Teacher-forced SFT on the training split (loss -log pi(answer, EOS | prompt), on the answer
@@ -45,7 +45,7 @@ SHIPPED_SHA256 = "978826a4d7675fe228e4d5c4ced95733356498940229a36b6f39e0f7103922
 
 @dataclass
 class WarmStartConfig:
-    """The SFT run that makes the warm start (chapter 14)."""
+    """The SFT run that makes the warm start (chapter 15)."""
     seed: int = 0
     task_seed: int = 0
     n_eval: int = 500
@@ -108,7 +108,7 @@ def sft_loss(model: GPT, prompt_ids: torch.Tensor, target_ids: torch.Tensor,
 def warm_start(config: WarmStartConfig | None = None, *, use_cache: bool = True,
                shipped: bool = True) -> WarmStart:
     """The warm start of ``config`` (default: the chapter's), SFT until held-out greedy accuracy is
-    in [target_low, target_high] (chapter 14).
+    in [target_low, target_high] (chapter 15).
 
     With ``shipped=True`` (the default) the chapter's config loads the checkpoint shipped with the
     library, the same bits on every machine (``RuntimeError`` if its SHA-256 does not match). Any

@@ -1,8 +1,8 @@
-"""Checked exercises of Part IV (chapters 14-15: GRPO on a real model, TRL) and of the summary (chapter 19).
+"""Checked exercises of Part IV (chapters 15-16: GRPO on a real model, TRL) and of the summary (chapter 21).
 
-- Chapter 14: how many seeds a comparison needs (by hand); the safe verifier ``addition_reward``.
-- Chapter 15: ``bnpo`` on two processes (by hand); the all-reduced loss ``data_parallel_loss``.
-- Chapter 19: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
+- Chapter 15: how many seeds a comparison needs (by hand); the safe verifier ``addition_reward``.
+- Chapter 16: ``bnpo`` on two processes (by hand); the all-reduced loss ``data_parallel_loss``.
+- Chapter 21: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The verifier's cases are strings only, each harmless even if a student's function hands it to
@@ -28,8 +28,8 @@ from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, im
 run_exact_gradient = imported_on_call("toy_methods", "run_exact_gradient")   # rl4llm.toy_methods imports torch
 
 
-# ============================================================================ chapter 14
-# ---------------------------------------------------------------- ex-ch14-seeds (by hand)
+# ============================================================================ chapter 15
+# ---------------------------------------------------------------- ex-ch15-seeds (by hand)
 #: The spread over seeds and the difference to detect in the by-hand question.
 SEEDS_S, SEEDS_DIFFERENCE = 0.04, 0.03
 _SEEDS_BOUND = 8 * SEEDS_S ** 2 / SEEDS_DIFFERENCE ** 2          # n > 2 t^2 s^2 / d^2 with t = 2
@@ -59,7 +59,7 @@ _ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
 
 
 def _prompt(a: int, b: int) -> str:
-    return f"{a:02d}+{b:02d}="                  # chapter 14's zero-padded prompts
+    return f"{a:02d}+{b:02d}="                  # chapter 15's zero-padded prompts
 
 
 def _near_misses():
@@ -203,7 +203,7 @@ class _VerifierExercise(FunctionExercise):
                 "one crash stops a training run.")
 
 
-_ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
+_ADDITION_REWARD = _VerifierExercise(15, addition_reward, reward_cases, (
     (_EVAL, _reads_with(_arithmetic)),
     (_EVAL + " (and eval of the prompt rejects zero-padded operands such as '07')",
      _reads_with(_arithmetic, lambda prompt: _arithmetic(prompt[:-1]))),
@@ -217,7 +217,7 @@ _ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
      "only (re.fullmatch('[0-9]+', answer))", _reads_with(_float_or_none)),
     ("str.isdigit() (like \\d in a regular expression) accepts any Unicode digit, such as '٧٦'; use "
      "[0-9]+, which matches ASCII digits only", _reads_with(_unicode_digits)),
-    ("the completion ends at its FIRST end-of-sequence marker: '76<eos><pad>' (how chapter 14's "
+    ("the completion ends at its FIRST end-of-sequence marker: '76<eos><pad>' (how chapter 15's "
      "tokenizer decodes a finished row) and '76<eos>1' both answer 76; read "
      f"completion.split({EOS_MARKER!r})[0]", _eos_not_cut),
     (f"the end-of-sequence marker {EOS_MARKER!r} is not part of the answer: read the completion up to "
@@ -232,8 +232,8 @@ _ADDITION_REWARD = _VerifierExercise(14, addition_reward, reward_cases, (
 ))
 
 
-# ============================================================================ chapter 15
-# ---------------------------------------------------------------- ex-ch15-split (by hand)
+# ============================================================================ chapter 16
+# ---------------------------------------------------------------- ex-ch16-split (by hand)
 #: The by-hand batch: two prompts, G = 2 completions each (one right, one wrong: advantages +1, -1),
 #: of 1, 1, 2 and 4 tokens; rows 1-2 on process 0, rows 3-4 on process 1; first inner step (rho = 1),
 #: beta = 0, so every token of row i has the per-token loss -A_i.
@@ -351,7 +351,7 @@ def _dp(**mistake):
     return lambda *args, **kwargs: _dp_variant(*args, **kwargs, **mistake)
 
 
-_DATA_PARALLEL_LOSS = FunctionExercise(15, imported_on_call("data_parallel", "data_parallel_loss"), _dp_cases, (
+_DATA_PARALLEL_LOSS = FunctionExercise(16, imported_on_call("data_parallel", "data_parallel_loss"), _dp_cases, (
     ("dapo's normaliser is the token count N of the WHOLE batch (gathered from every process) over P, "
      "not the process's own count n_p: with n_p each process computes a local token mean, which is bnpo",
      _dp(dapo_local=True)),
@@ -371,8 +371,8 @@ _DATA_PARALLEL_LOSS = FunctionExercise(15, imported_on_call("data_parallel", "da
 ), helpers=HELPERS + ("grpo.grpo_loss",))
 
 
-# ============================================================================ chapter 19 (the summary)
-# ---------------------------------------------------------------- ex-ch19-k3 (by hand)
+# ============================================================================ chapter 21 (the summary)
+# ---------------------------------------------------------------- ex-ch21-k3 (by hand)
 #: The by-hand question: pi_theta(5) after RL, against the reference (the toy before RL), pi_ref(5) = 0.2.
 K3_PI_5 = 0.8
 
@@ -439,7 +439,7 @@ def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, b
     return np.array(curve)
 
 
-_RUN_EXACT_GRADIENT = FunctionExercise(19, run_exact_gradient, _exact_cases, (
+_RUN_EXACT_GRADIENT = FunctionExercise(21, run_exact_gradient, _exact_cases, (
     ("the sign is flipped: RL ASCENDS on J, z <- z + lr grad J (descent lowers pi(best))",
      lambda *a, **k: _exact_variant(*a, **k, sign=-1.0)),
     ("the baseline is missing: grad J = pi * (r - J), not pi * r",
@@ -454,16 +454,16 @@ _RUN_EXACT_GRADIENT = FunctionExercise(19, run_exact_gradient, _exact_cases, (
 
 
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
-    "ex-ch14-seeds": NumericExercise(
-        14, f"the number of seeds per setting (t = 2, s = {SEEDS_S}, difference {SEEDS_DIFFERENCE})",
+    "ex-ch15-seeds": NumericExercise(
+        15, f"the number of seeds per setting (t = 2, s = {SEEDS_S}, difference {SEEDS_DIFFERENCE})",
         float(seeds_by_hand(SEEDS_S, SEEDS_DIFFERENCE)), 0.3, _seeds_mistakes()),
     "addition_reward": _ADDITION_REWARD,
-    "ex-ch15-split": NumericExercise(
-        15, "the bnpo loss that two data-parallel processes follow", split_loss("bnpo", 2), 5e-4,
+    "ex-ch16-split": NumericExercise(
+        16, "the bnpo loss that two data-parallel processes follow", split_loss("bnpo", 2), 5e-4,
         _split_mistakes()),
     "data_parallel_loss": _DATA_PARALLEL_LOSS,
-    "ex-ch19-k3": NumericExercise(
-        19, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
+    "ex-ch21-k3": NumericExercise(
+        21, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
         _k3_mistakes()),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }

@@ -1,8 +1,8 @@
 """Checked exercises of Part V (after GRPO).
 
-- Chapter 16: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
+- Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
   hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
-- Chapter 17: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand);
+- Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand);
   the KV cache's bytes per token ``kv_bytes_per_token`` (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
   estimate from n samples (by hand); ``pass_at_k_estimate`` (coding).
@@ -24,13 +24,13 @@ from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, to
 kl_estimators = imported_on_call("kl_leashes", "kl_estimators")          # rl4llm.kl_leashes imports torch
 
 
-# ============================================================================ chapter 16
+# ============================================================================ chapter 17
 #: The by-hand token: pi_theta(5) after RL against the reference pi_ref(5), the toy before RL.
 TOKEN_PI, TOKEN_REF = 0.8, 0.2
 _X = math.log(TOKEN_PI / TOKEN_REF)                # k1 = ln(pi / pi_ref) of the sampled 5
 
 
-# ---------------------------------------------------------------- ex-ch16-k2 (by hand)
+# ---------------------------------------------------------------- ex-ch17-k2 (by hand)
 def _k2_mistakes() -> tuple[tuple[float, str], ...]:
     return (
         (_X ** 2, "the factor 1/2 is missing: k2 = (ln(pi / pi_ref))^2 / 2"),
@@ -40,7 +40,7 @@ def _k2_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
-# ---------------------------------------------------------------- ex-ch16-k3-weight (by hand)
+# ---------------------------------------------------------------- ex-ch17-k3-weight (by hand)
 def _weight_mistakes() -> tuple[tuple[float, str], ...]:
     ratio = TOKEN_REF / TOKEN_PI
     k3 = ratio - math.log(ratio) - 1
@@ -55,7 +55,7 @@ def _weight_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
-# ---------------------------------------------------------------- ex-ch16-dapo-weight (by hand)
+# ---------------------------------------------------------------- ex-ch17-dapo-weight (by hand)
 #: The by-hand group of the two-step toy: "05" (right, 3 tokens) and "4" (wrong, 2 tokens), group-mean
 #: advantages +1/2 and -1/2, length cap L_max = 3; the weight is L_max times -d loss / d ln pi(token).
 DAPO_LENGTHS, DAPO_ADVANTAGES, DAPO_CAP = (3, 2), (0.5, -0.5), 3
@@ -96,7 +96,7 @@ def _kl_variant(logp, logp_ref, *, flip_k3=False, no_half=False, k1_flipped=Fals
     return (-x if k1_flipped else x), x ** 2 / (1 if no_half else 2), k3
 
 
-_KL_ESTIMATORS = FunctionExercise(16, kl_estimators, toy_and_random(_kl_case), (
+_KL_ESTIMATORS = FunctionExercise(17, kl_estimators, toy_and_random(_kl_case), (
     ("k3's ratio is upside down: k3 = pi_ref / pi - ln(pi_ref / pi) - 1, with pi_ref / pi = exp(logp_ref - logp)",
      lambda a, b: _kl_variant(a, b, flip_k3=True)),
     ("k2 is HALF the squared log-ratio: (logp - logp_ref)^2 / 2", lambda a, b: _kl_variant(a, b, no_half=True)),
@@ -107,7 +107,7 @@ _KL_ESTIMATORS = FunctionExercise(16, kl_estimators, toy_and_random(_kl_case), (
 ), output="whole")
 
 
-# ============================================================================ chapter 17
+# ============================================================================ chapter 19
 # Four by-hand numbers of a real run, each computed by the library function the chapter shows.
 def _state_gb(n_params: float, **options) -> float:
     """GB of every part of memory_budget (only the model state, when no batch is given)."""
@@ -193,7 +193,7 @@ def _kv_slip(n_layers, n_kv_heads, head_dim, precision="bf16", *, pairs=2, layer
     return pairs * (n_layers if layers else 1) * n_kv_heads * head_dim * b
 
 
-_KV_BYTES = FunctionExercise(17, kv_bytes_per_token, _kv_cases, (
+_KV_BYTES = FunctionExercise(19, kv_bytes_per_token, _kv_cases, (
     ("the factor 2 is missing: every layer caches a key AND a value for each key-value head",
      lambda *a, **k: _kv_slip(*a, pairs=1, **k)),
     ("that counts bits, not bytes: a bf16 number is 16 bits but 2 bytes (fp32 4, fp8 1)",
@@ -291,25 +291,25 @@ _PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case,
 
 
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
-    "ex-ch16-k2": NumericExercise(
-        16, f"k2 of the sampled 5 (pi = {TOKEN_PI}, pi_ref = {TOKEN_REF})", _X ** 2 / 2, 0.002, _k2_mistakes()),
-    "ex-ch16-k3-weight": NumericExercise(
-        16, "the weight on grad ln pi(5) in the gradient of TRL's ratio-corrected k3", _X, 0.002,
+    "ex-ch17-k2": NumericExercise(
+        17, f"k2 of the sampled 5 (pi = {TOKEN_PI}, pi_ref = {TOKEN_REF})", _X ** 2 / 2, 0.002, _k2_mistakes()),
+    "ex-ch17-k3-weight": NumericExercise(
+        17, "the weight on grad ln pi(5) in the gradient of TRL's ratio-corrected k3", _X, 0.002,
         _weight_mistakes()),
-    "ex-ch16-dapo-weight": NumericExercise(
-        16, 'dapo\'s weight (times L_max) on each token of "05"', lambda: _dapo_weight("dapo"), 0.002,
+    "ex-ch17-dapo-weight": NumericExercise(
+        17, 'dapo\'s weight (times L_max) on each token of "05"', lambda: _dapo_weight("dapo"), 0.002,
         _dapo_mistakes),
     "kl_estimators": _KL_ESTIMATORS,
-    "ex-ch17-bytes": NumericExercise(
-        17, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",
+    "ex-ch19-bytes": NumericExercise(
+        19, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",
         lambda: _state_gb(3e9), 0.5, _bytes_mistakes),
-    "ex-ch17-zero2": NumericExercise(
-        17, "the GB per GPU of a 7B model's state under ZeRO-2 on 8 GPUs, no reference",
+    "ex-ch19-zero2": NumericExercise(
+        19, "the GB per GPU of a 7B model's state under ZeRO-2 on 8 GPUs, no reference",
         lambda: _state_gb(7e9, reference=False, n_gpus=8, sharding="zero2"), 0.05, _zero2_mistakes),
-    "ex-ch17-kv": NumericExercise(
-        17, "the GB of Qwen2.5-1.5B's bf16 KV cache for 64 sequences of 4096 tokens", _kv_gb, 0.01, _kv_mistakes),
-    "ex-ch17-decode": NumericExercise(
-        17, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
+    "ex-ch19-kv": NumericExercise(
+        19, "the GB of Qwen2.5-1.5B's bf16 KV cache for 64 sequences of 4096 tokens", _kv_gb, 0.01, _kv_mistakes),
+    "ex-ch19-decode": NumericExercise(
+        19, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
         _decode_mistakes),
     "kv_bytes_per_token": _KV_BYTES,
     "ex-ch18-gspo-ratio": NumericExercise(

@@ -1,4 +1,4 @@
-"""Chapter 16's live charts: every estimator's exact bias and error over the group size and the length
+"""Chapter 17's live charts: every estimator's exact bias and error over the group size and the length
 cap, and the three KL estimators' bias and spread as the policy moves (``rl4llm.viz.charts``).
 
 Each chart stores the library's numbers (``estimator_bias.estimator_moments``,
@@ -91,7 +91,7 @@ def kl_std_chart():
                  readout="k3")
 
 
-#: Every chart of chapter 16, in the order the chapter draws them, with its sliders and its numbers.
+#: Every chart of chapter 17, in the order the chapter draws them, with its sliders and its numbers.
 CHARTS = {
     "estimator_bias": (estimator_bias_chart, [G_ONE_STEP], lambda G: one_step_values(G, "relative_bias"), ADVANTAGES),
     "estimator_mse": (estimator_mse_chart, [G_ONE_STEP], lambda G: one_step_values(G, "mean_squared_error"),

@@ -1,4 +1,4 @@
-"""Figures and tables for chapter 13 (GRPO on the toy) and chapter 19 (every method in one place)."""
+"""Figures and tables for chapter 13 (GRPO on the toy) and chapter 21 (every method in one place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -204,7 +204,7 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
 
 
 def draw_method_curves(fig, curves: dict) -> None:
-    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 19)."""
+    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 21)."""
     ax = fig.add_subplot(1, 1, 1)
     styles = ["-", "--", "-", "-.", "-", "-"]
     for j, (name, c) in enumerate(curves.items()):

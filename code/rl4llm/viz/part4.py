@@ -1,4 +1,4 @@
-"""Figures and the GRPO playground of Part IV (chapter 14: GRPO on a tiny transformer)."""
+"""Figures and the GRPO playground of Part IV (chapter 15: GRPO on a tiny transformer)."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +19,7 @@ def draw_learning_curves(fig, metrics: dict, evals: dict, title: str = "GRPO lif
 def moving_median(values, window: int = 25) -> np.ndarray:
     """The median of each centred window of ``window`` values (shorter at the ends); NaNs are skipped.
 
-    A median ignores the rare huge values a mean of k3 estimates is pulled up by (chapter 14).
+    A median ignores the rare huge values a mean of k3 estimates is pulled up by (chapter 15).
     """
     values = np.asarray(values, dtype=float)
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:

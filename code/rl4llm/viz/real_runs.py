@@ -1,4 +1,4 @@
-"""The live charts of chapter 17 (the arithmetic of a real run): what fits on a GPU, the batch's memory,
+"""The live charts of chapter 19 (the arithmetic of a real run): what fits on a GPU, the batch's memory,
 a step's seconds and how the three schedules overlap them. Every number drawn is ``rl4llm.memory`` or
 ``rl4llm.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
 
 
 def tiny_gpt_params() -> int:
-    """Chapter 14's tiny GPT's parameter count, from its config."""
+    """Chapter 15's tiny GPT's parameter count, from its config."""
     from ..model import GPT, GPTConfig
     return sum(p.numel() for p in GPT(GPTConfig()).parameters())
 
@@ -64,7 +64,7 @@ def fits_chart(sizes, tiny: int):
                       colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["black"]], fmt=".2f")
 
 
-#: Chapter 17's batch: one prompt's group of G completions at once on a GPU, Qwen2.5-1.5B's shape.
+#: Chapter 19's batch: one prompt's group of G completions at once on a GPU, Qwen2.5-1.5B's shape.
 BATCH = {"prompts": 1, "prompt_length": 512, "logits_chunk": 1024, **shape_options(QWEN25_1_5B)}
 
 

@@ -1,11 +1,11 @@
-"""How much chapter 14's trained numbers move with the CPU's instruction set.
+"""How much chapter 15's trained numbers move with the CPU's instruction set.
 
-    python benchmarks/ch14_machine_spread.py [--store]
+    python benchmarks/ch15_machine_spread.py [--store]
 
-Executes ``book/14_tiny_transformer.ipynb`` once per torch CPU capability this machine can run
+Executes ``book/15_tiny_transformer.ipynb`` once per torch CPU capability this machine can run
 (``ATEN_CPU_CAPABILITY`` = avx512, avx2, default), each in a fresh kernel with an empty warm-start
 cache, and reads the chapter's ``digits`` dict (this machine's digits of every CPU-dependent
-number) after each run. Writes them to ``book/data/14_machine_spread.json``, which the chapter's
+number) after each run. Writes them to ``book/data/15_machine_spread.json``, which the chapter's
 last section tabulates. With ``--store``, the chapter is then executed once more under the native
 capability (so that its table shows the file just written) and stored, instead of
 ``jupyter execute --inplace``.
@@ -25,8 +25,8 @@ from nbclient import NotebookClient
 from rl4llm.portability import capability_under
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = ROOT / "book" / "14_tiny_transformer.ipynb"
-OUT = ROOT / "book" / "data" / "14_machine_spread.json"
+CHAPTER = ROOT / "book" / "15_tiny_transformer.ipynb"
+OUT = ROOT / "book" / "data" / "15_machine_spread.json"
 CAPABILITIES = ("avx512", "avx2", "default")
 
 
@@ -61,7 +61,7 @@ def main() -> None:
         else platform.processor()
     import torch
     OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"command": "python benchmarks/ch14_machine_spread.py", "machine":
+    OUT.write_text(json.dumps({"command": "python benchmarks/ch15_machine_spread.py", "machine":
                                f"{cpu} ({os.cpu_count()} cores, native {native})", "torch": str(torch.__version__),
                                "runs": runs}, indent=1) + "\n")
     print(f"wrote {OUT}")
