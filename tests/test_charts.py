@@ -324,7 +324,7 @@ LINE_CHARTS = {
 }
 
 
-# chapters 10-13: the library's numbers at a setting, computed here without the viz code
+# chapters 10-14: the library's numbers at a setting, computed here without the viz code
 def _drift(drift, G):
     d = drift_case(drift, G)
     law = np.zeros((2, 33))                               # how many 5s among G draws: 0 to 32
@@ -349,10 +349,10 @@ def _grpo(**setting):
                            np.r_[np.nan, run["inner_clip_fraction"][:, -1]]]
 
 
-#: The line charts of chapters 10-13, as ``LINE_CHARTS``; the ipywidgets they replaced: ch10 FloatSlider
+#: The line charts of chapters 10-14, as ``LINE_CHARTS``; the ipywidgets they replaced: ch10 FloatSlider
 #: 0.05..0.95 step 0.05, IntSlider 1..32; ch11 eps 0.05..0.5 step 0.05, K 1..24; ch12 FloatSliders 0..1 and
 #: 0.05..1 step 0.05; ch13 G 2..32 step 2, eps 0.05..0.9 step 0.05, lr 10^-1..10^0.7 step 0.1 (18 positions),
-#: beta 0..2 step 0.1.
+#: ch14 beta 0..2 step 0.1.
 PART3_CHARTS = {
     "10_importance_sampling": (part3.drift_chart, list(part3.DRIFT), None, _drift, {"drift": 19, "G": 32}, {"G"},
                                {"drift": 0.5, "G": 8}),
@@ -363,9 +363,10 @@ PART3_CHARTS = {
                       lambda lam, gamma: (np.arange(3), advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma,
                                                                         lams=(0.0, lam, 1.0))["advantages"]),
                       {"lam": 21, "gamma": 20}, set(), {"lam": 0.5, "gamma": 1.0}),
-    **{f"13_grpo_toy/{name}": (lambda name=name: part3_grpo.grpo_run_chart(name), [s], None, _grpo, {name: widget},
-                               {"G"} & {name}, {name: s.default})
-       for (name, s), widget in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21))},
+    **{f"{page}/{name}": (lambda name=name: part3_grpo.grpo_run_chart(name), [s], None, _grpo, {name: widget},
+                          {"G"} & {name}, {name: s.default})
+       for (name, s), widget, page in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21),
+                                          ("13_grpo_toy",) * 3 + ("14_grpo_choices",))},
 }
 LINE_CHARTS.update(PART3_CHARTS)
 
@@ -526,8 +527,8 @@ def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_gri
     assert on(part2.LEARNING_G, 8) and all(on(part2.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
 
 
-# ----------------------------------------------------------------------------- chapters 10-13
-def test_chapter_10_to_13_sliders_reach_their_live_widgets_ends_and_the_positions_the_text_names():
+# ----------------------------------------------------------------------------- chapters 10-14
+def test_chapter_10_to_14_sliders_reach_their_live_widgets_ends_and_the_positions_the_text_names():
     on = lambda slider, *vs: all(np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9)) for v in vs)
     drift, G = part3.DRIFT
     assert (drift.start, drift.stop) == (0.05, 0.95) and on(drift, 0.05, 0.1, 0.2, 0.5, 0.8, 0.95)  # ex-ch10-drift
@@ -537,7 +538,7 @@ def test_chapter_10_to_13_sliders_reach_their_live_widgets_ends_and_the_position
     lam, gamma = part3.GAE                                                              # ex-ch12-equal-credit
     assert on(lam, 0.0, 0.5, 0.65, 0.675, 0.7, 1.0) and on(gamma, 0.7, 0.75, 0.775, 0.8, 1.0)
     assert gamma.start < gamma.stop and gamma.default == gamma.stop    # gamma runs upward, opens at 1
-    s = part3_grpo.GRPO_SLIDERS                                         # chapter 13's text and ex-ch13-leash
+    s = part3_grpo.GRPO_SLIDERS                                   # chapters 13 and 14's text, ex-ch14-leash
     assert on(s["G"], 2, 8, 32) and on(s["eps"], 0.05, 0.15, 0.5, 0.9) and on(s["lr"], 0.1, 0.5, 1.0, 3.0, 5.0)
     assert on(s["beta"], 0.0, 0.5, 2.0) and s["beta"].positions >= 21
 

@@ -1,4 +1,4 @@
-"""Issue 23's errata for chapters 11, 13 and 17, pinned: every corrected number recomputed by a
+"""Issue 23's errata for chapters 11, 13, 14 and 21, pinned: every corrected number recomputed by a
 route of its own, the order of numbers and the outputs that print them, figure titles that fit
 their figures, and Markdown that renders (no line of an inline formula read as a list item)."""
 import itertools
@@ -24,8 +24,9 @@ from rl4llm.verifier import addition_reward  # noqa: E402
 from test_toy_grpo import _hand_run  # noqa: E402
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
-CH11, CH13, CH21 = (BOOK / "11_trust_region_ppo.ipynb", BOOK / "13_grpo_toy.ipynb", BOOK / "21_summary.ipynb")
-CHAPTERS = (CH11, CH13, CH21)
+CH11, CH13, CH14, CH21 = (BOOK / "11_trust_region_ppo.ipynb", BOOK / "13_grpo_toy.ipynb",
+                          BOOK / "14_grpo_choices.ipynb", BOOK / "21_summary.ipynb")
+CHAPTERS = (CH11, CH13, CH14, CH21)
 
 
 def _cells(path):
@@ -100,7 +101,7 @@ def test_slider_run_last_inner_clip_fraction():
     assert "[0.25  0.75  1.    0.25  0.25  0.    0.25  0.    0.    0.125]" in _stored(CH13, "acdf4bbf")
 
 
-# ----------------------------------------------------------------------------- ch13: k3 on pi_old's samples
+# ----------------------------------------------------------------------------- ch14: k3 on pi_old's samples
 def test_k3_on_pi_old_samples_follows_a_different_expectation_after_the_first_inner_step():
     """The gradient of mean k3 over a batch in pi_old's exact proportions, by autograd through
     grpo_loss, equals sum_y pi_old(y) (1 - pi_ref(y)/pi(y)) (e_y - pi), written here by hand; it
@@ -127,10 +128,20 @@ def test_k3_on_pi_old_samples_follows_a_different_expectation_after_the_first_in
     pi = softmax(z)
     k3 = sum(pi[y] * (1 - pi_ref[y] / pi[y]) * (np.eye(5)[y] - pi) for y in range(5))
     np.testing.assert_allclose(k3, forward_kl_gradient(z, LOGITS), atol=1e-12)
-    assert "length ratio 0.8055 | cosine 0.9911" in _stored(CH13, "c13-k3-on-old")
+    assert "length ratio 0.8055 | cosine 0.9911" in _stored(CH14, "c14-k3-on-old")
 
 
-# ----------------------------------------------------------------------------- ch13: which aggregation is unbiased
+def test_chapter_13_says_its_loop_applies_the_exact_kl_gradient_and_where_that_is_measured():
+    """Chapter 13's loop applies beta (pi - pi_ref) at every inner step: its text says so, says that k3 on
+    pi_old's samples follows another expectation, and names chapter 14, which measures it (the test above)."""
+    prose = " ".join(_prose(CH13).split())
+    exact = r"exact expected gradient under the *current* policy, $\beta(\pi - \pi_{\text{ref}})$, at every inner step"
+    assert exact in prose
+    assert r"drawn from $\pi_{\text{old}}$" in prose and "that term follows a different expectation" in prose
+    assert "Chapter 14's section on the KL term measures the difference" in prose
+
+
+# ----------------------------------------------------------------------------- ch14: which aggregation is unbiased
 def test_normalisers_give_back_the_advantages_only_for_dr_grpo_and_dapo():
     rewards, lengths = np.array([1.0, 1.0, 0.0, 0.0]), np.array([2, 8, 2, 8])
     w = {lt: aggregation_weights(rewards, lengths, lt, max_completion_length=8)["per_token"]
@@ -139,7 +150,7 @@ def test_normalisers_give_back_the_advantages_only_for_dr_grpo_and_dapo():
     np.testing.assert_allclose(w["dr_grpo"] * 4 * 8, A, atol=1e-12)
     np.testing.assert_allclose(w["dapo"] * lengths.sum(), A, atol=1e-12)
     np.testing.assert_allclose(w["grpo"] * 4, A / lengths, atol=1e-12)
-    out = _stored(CH13, "c13-unbiased-check")
+    out = _stored(CH14, "c14-unbiased-check")
     assert "dr_grpo weight x B L_max   : [ 1.  1. -1. -1.]" in out
     assert "grpo weight x B            : [ 0.5    0.125 -0.5   -0.125]" in out
 
@@ -190,8 +201,8 @@ def test_dr_grpo_is_unbiased_dapo_up_to_a_batch_scale_and_grpo_is_not():
 
 def test_leading_zeros_score_and_the_chapter_says_so():
     assert addition_reward(PROMPT, "0" * 10**6 + "5") == 1.0
-    assert "a million zeros and a 5: 1.0" in _stored(CH13, "c13-padding-check")
-    prose = _prose(CH13)
+    assert "a million zeros and a 5: 1.0" in _stored(CH14, "c14-padding-check")
+    prose = _prose(CH14)
     assert "reason to pad" in prose
     assert "wrong answers get longer" not in prose             # an incentive, not an observation
 

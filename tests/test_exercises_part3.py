@@ -1,4 +1,4 @@
-"""The checked exercises of chapters 10-13: the library's functions pass their checks, typical wrong
+"""The checked exercises of chapters 10-14: the library's functions pass their checks, typical wrong
 functions (written here, independently of the checks' own mistake list) get the right diagnosis, each
 by-hand number is accepted in every natural form, and each listed wrong number gets its message."""
 import json
@@ -16,7 +16,7 @@ from rl4llm.exercises.part3 import BOOSTED_LOGITS
 from rl4llm.grpo import group_advantages, grpo_loss
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
-CHAPTERS = ["10_importance_sampling", "11_trust_region_ppo", "12_critic_gae", "13_grpo_toy"]
+CHAPTERS = ["10_importance_sampling", "11_trust_region_ppo", "12_critic_gae", "13_grpo_toy", "14_grpo_choices"]
 
 
 def _verdict_says(message: str, *words: str) -> None:
@@ -116,7 +116,7 @@ def test_every_chapter_has_its_starters():
     found = {(name, re.search(r"def (\w+)\(", starter).group(1)) for name, starter, _ in _starter_cells()}
     assert found == {("10_importance_sampling", "my_importance_ratios"),
                      ("11_trust_region_ppo", "my_clipped_objective"), ("12_critic_gae", "my_gae"),
-                     ("13_grpo_toy", "my_group_advantages"), ("13_grpo_toy", "my_grpo_loss")}
+                     ("13_grpo_toy", "my_group_advantages"), ("14_grpo_choices", "my_grpo_loss")}
 
 
 # ----------------------------------------------------------------------------- by-hand numbers
@@ -134,6 +134,9 @@ BY_HAND = {
     "ex-ch13-advantage": ([0.3015, "0.3015", "0.30151"],
                           {"0.2611": ["ddof=1"], "1.2060": ["baseline is missing"], 0.125: ["std is missing"],
                            "0.7273": ["variance"], "-0.3015": ["sign is flipped"]}),
+    "ex-ch14-trl-advantage": ([1.4997, "1.4997", "1.49970", "1.5"],
+                              {"1.7321": ["ddof=0", "G - 1 = 3"], 2: ["baseline is missing"],
+                               "0.75": ["std is missing"], 3: ["variance 0.25"], "-1.4997": ["sign is flipped"]}),
 }
 
 
@@ -162,3 +165,5 @@ def test_by_hand_values_are_the_library_numbers():
     assert SPECS["ex-ch12-by-hand"].value == pytest.approx(0.11425)
     assert SPECS["ex-ch13-advantage"].value == pytest.approx(0.125 / np.sqrt(0.171875))
     assert float(group_advantages(torch.tensor([1.0, 0.5, 0.0, 0.0]))[1]) == pytest.approx(0.3015, abs=5e-5)
+    trl = float(group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64), ddof=1, eps=1e-4)[0])
+    assert SPECS["ex-ch14-trl-advantage"].value == pytest.approx(trl, rel=1e-12) == pytest.approx(0.75 / 0.5001)

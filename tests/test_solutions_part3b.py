@@ -1,4 +1,4 @@
-"""The numbers stated in the solutions of chapter 13's exercises, recomputed from the library.
+"""The numbers stated in the solutions of chapters 13 and 14's exercises, recomputed from the library.
 
 Each test runs the code a solution describes and checks every number the solution states (to the
 digits it states), and the conclusion it draws (a noise-floor verdict where it compares settings).
@@ -19,8 +19,8 @@ def r4(x):
     return round(float(x), 4)
 
 
-# ------------------------------------------------------------------ ex-ch13-aggregation
-def test_ch13_aggregation_solution():
+# ------------------------------------------------------------------ ex-ch14-aggregation
+def test_ch14_aggregation_solution():
     r, lengths = [1.0, 0.0, 0.0, 0.0], np.array([3, 1, 1, 6])
     A = aggregation_weights(r, lengths, "grpo")["advantages"]
     np.testing.assert_allclose(A, [np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3)], rtol=1e-7)
@@ -70,8 +70,8 @@ def test_ch13_pairs_solution_same_samples():
     assert _compare(pairs, eights) == (0.0255, 0.0170, True)
 
 
-# ------------------------------------------------------------------ ex-ch13-leash
-def test_ch13_leash_solution():
+# ------------------------------------------------------------------ ex-ch14-leash
+def test_ch14_leash_solution():
     finals = {beta: run_over_seeds(grpo_toy_run, SEEDS, steps=60, beta=beta)["pi_correct"][:, -1]
               for beta in (0.0, 0.1, 0.3, 1.0, 3.0)}
     stated = {0.0: (0.9943, 0.0015), 0.1: (0.8858, 0.0542), 0.3: (0.7786, 0.0846),
@@ -109,8 +109,8 @@ def test_ch13_group_advantages_solution_flat_groups():
     assert isinstance(t, torch.Tensor) and np.allclose(t.numpy(), group_advantages([[1.0, 0.5, 0.0, 0.0]]))
 
 
-# ------------------------------------------------------------------ ex-ch13-leash, the slider part
-def test_ch13_leash_slider_numbers():
+# ------------------------------------------------------------------ ex-ch14-leash, the slider part
+def test_ch14_leash_slider_numbers():
     """One seed, SLIDER_RUN (10 steps, K = 2): pi(5) after 10 steps 0.95, 0.75, 0.29 and KL 1.34, 0.71,
     0.03 at beta = 0, 0.5, 2; at beta = 2, pi(5) between 0.22 and 0.29 from step 2 on, KL below 0.04."""
     assert SLIDER_RUN == {"steps": 10, "K": 2, "seed": 0}
@@ -120,3 +120,17 @@ def test_ch13_leash_slider_numbers():
     tail = runs[2.0]["pi_correct"][2:]
     assert np.all(tail > 0.2) and round(float(tail.min()), 2) == 0.22 and round(float(tail.max()), 2) == 0.29
     assert np.all(runs[2.0]["kl_ref"] < 0.04)
+
+
+# ------------------------------------------------------------------ ex-ch14-trl-advantage
+def test_ch14_trl_advantage_solution():
+    r = np.array([1.0, 0.0, 0.0, 0.0])
+    assert r.mean() == 0.25 and (r - r.mean()).tolist() == [0.75, -0.25, -0.25, -0.25]
+    assert ((r - r.mean()) ** 2).sum() == 0.5625 + 3 * 0.0625 == 0.75
+    assert r.var(ddof=1) == 0.25 and r.std(ddof=1) == 0.5
+    trl = group_advantages(r, ddof=1, eps=1e-4)[0]
+    assert r4(trl) == 1.4997 == r4(0.75 / (0.5 + 1e-4))
+    assert r.var() == 0.1875 and r4(r.std()) == 0.4330
+    book = group_advantages(r)[0]
+    assert r4(book) == 1.7321 == r4(np.sqrt(3))
+    assert r4(trl / book) == 0.8659 and r4(np.sqrt(3 / 4)) == 0.8660 and abs(trl / book - np.sqrt(3 / 4)) < 1e-3

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.toy_grpo (chapter 13): the GRPO loop on the toy, the k3 direction, per-token
+"""Tests for rl4llm.toy_grpo (chapters 13 and 14): the GRPO loop on the toy, the k3 direction, per-token
 ratios on the "5"/"05" toy and the length bias of each loss aggregation."""
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from rl4llm.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, 
 from numerics import finite_difference
 
 PI = softmax(LOGITS)
-REF = np.log([0.3, 0.3, 0.2, 0.1, 0.1])   # the reference policy of chapter 13
+REF = np.log([0.3, 0.3, 0.2, 0.1, 0.1])   # the reference policy of chapter 14
 PROPORTIONAL = np.repeat(np.arange(5), [1, 4, 2, 2, 1])   # each answer in proportion to pi (exact)
 
 
@@ -266,7 +266,7 @@ def test_one_inner_step_without_scaling_is_chapter_9s_on_policy_loop():
     np.testing.assert_allclose(ours, theirs, atol=1e-12)
 
 
-# ------------------------------------------------------------------ other numbers printed in chapter 13
+# ------------------------------------------------------------------ other numbers printed in chapter 14
 def test_std_scaling_table_numbers():
     groups = (np.arange(8)[None, :] < np.arange(1, 8)[:, None]).astype(float)
     raw = np.abs(group_advantages(groups, scale=False)).sum(axis=1)
@@ -364,7 +364,7 @@ def test_kl_direction_reverse_step_matches_hand_computation():
 
 
 def test_kl_pull_norms_on_a_narrowed_policy():
-    """Chapter 13: on pi = (.005, .005, .98, .005, .005) the forward pull is ~8x the reverse one."""
+    """Chapter 14: on pi = (.005, .005, .98, .005, .005) the forward pull is ~8x the reverse one."""
     narrow = np.log([0.005, 0.005, 0.98, 0.005, 0.005])
     assert round(float(np.linalg.norm(forward_kl_gradient(narrow, LOGITS))), 4) == 0.9058
     assert round(float(np.linalg.norm(reverse_kl_gradient(narrow, LOGITS))), 4) == 0.1120

@@ -28,7 +28,7 @@ from .estimators import (estimator_variance, expected_group_gradient, expected_p
 from .onpolicy import on_policy_loop, on_policy_runs
 from .statistics import noise_floor, standard_error, verdict
 
-# Part III: reuse, trust regions, credit, GRPO on the toy (chapters 10-13), the summary (chapter 21)
+# Part III: reuse, trust regions, credit, GRPO on the toy and its choices (chapters 10-14), the summary (chapter 21)
 from .importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
                                   importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
                                   importance_weighted_variance, with_correct_mass)

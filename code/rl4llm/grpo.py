@@ -48,7 +48,7 @@ def _group_of_two_for_ddof_1(args):
 
 @checked(_group_of_two_for_ddof_1, rewards=_rewards, ddof=std_ddof, eps=_nonnegative)
 def group_advantages(rewards, scale: bool = True, ddof: int = 0, eps: float = 1e-8):
-    """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13).
+    """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13; chapter 14 compares ddof and scale).
 
     ``rewards`` is shaped (..., G): the last axis is the group. ``ddof=0`` is the population std
     (the default here); ``ddof=1`` is Bessel's sample std, which TRL uses, with eps = 1e-4:
@@ -104,7 +104,7 @@ def sequence_ratio(logp, logp_old, mask) -> np.ndarray:
 
 
 def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
-    """k3 = e^x - x - 1 >= 0 with x = log pi_ref - log pi at a sampled token (chapter 13): its mean
+    """k3 = e^x - x - 1 >= 0 with x = log pi_ref - log pi at a sampled token (chapter 14): its mean
     over samples of pi estimates KL(pi || pi_ref) without bias, and no term is ever negative."""
     return torch.exp(log_ref_over_pi) - log_ref_over_pi - 1
 

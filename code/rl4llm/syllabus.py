@@ -36,7 +36,7 @@ UNTITLED_KINDS = {
         "ex-ch06-unbiased", "ex-ch07-sum-zero", "ex-ch07-lr-ratio", "ex-ch08-shift", "ex-ch08-coordinate",
         "ex-ch08-samples", "ex-ch09-rloo", "ex-ch09-zero-signal", "ex-ch10-variance", "ex-ch10-support",
         "ex-ch11-cliphigher", "ex-ch11-first-step", "ex-ch12-telescoping", "ex-ch12-flat",
-        "ex-ch13-aggregation", "ex-ch15-padding", "ex-ch16-units", "ex-ch16-accumulation",
+        "ex-ch14-aggregation", "ex-ch15-padding", "ex-ch16-units", "ex-ch16-accumulation",
         "ex-ch16-kl-correction", "ex-ch16-four-processes"], "written"),
     **dict.fromkeys([
         "ex-ch04-gibbs", "ex-ch04-half", "ex-ch05-reliable-zero", "ex-ch10-reverse", "ex-ch11-early-stop",
@@ -116,10 +116,12 @@ OBJECTIVES = {
     "ex-ch12-equal-credit": "predict how lambda and gamma spread credit over an episode's steps",
     "ex-ch13-advantage": "compute a group-normalised advantage by hand under partial credit",
     "ex-ch13-write-group-advantages": "implement GRPO's group advantages with scale, ddof and eps",
-    "ex-ch13-aggregation": "compute each loss aggregation's per-token weights and its length bias",
-    "ex-ch13-write-grpo-loss": "implement GRPO's loss in torch: clip, KL penalty (k3) and every aggregation",
     "ex-ch13-pairs": "list the advantages of groups of two and compare G = 2 with G = 8",
-    "ex-ch13-leash": "predict where the KL leash holds the policy for a given beta",
+    "ex-ch14-aggregation": "compute each loss aggregation's per-token weights and its length bias",
+    "ex-ch14-trl-advantage": "compute TRL's group advantage by hand (sample std plus 1e-4) and compare it with "
+                             "the book's",
+    "ex-ch14-write-grpo-loss": "implement GRPO's loss in torch: clip, KL penalty (k3) and every aggregation",
+    "ex-ch14-leash": "predict where the KL leash holds the policy for a given beta",
     "ex-ch15-clip": "make the clip bind in a real run and say which tokens it clips",
     "ex-ch15-padding": "give the position ids a left-padded batch needs, and what breaks without them",
     "ex-ch15-seeds": "size a comparison over seeds from the noise floor",
@@ -244,8 +246,11 @@ CHAPTER_OBJECTIVES = {
         "advantage; read clip fractions over inner steps",
     12: "compute TD errors and GAE by hand; say what lambda and gamma control; say what GRPO's flat "
         "per-token advantage gives up",
-    13: "assemble GRPO; compute group advantages (ddof 0 against TRL's 1) and each loss aggregation's length "
-        "bias; write grpo_loss; compare settings against a noise floor",
+    13: "assemble GRPO and run it on the toy; compute group advantages by hand and in code; read the clip "
+        "fraction per inner step and per-token ratios; compare settings against a noise floor",
+    14: "predict each loss aggregation's length bias and write grpo_loss; say what the std scaling and TRL's "
+        "ddof=1 change; say which KL the k3 penalty's gradient follows; read entropy collapse and what a bonus "
+        "and clip-higher do",
     15: "write a verifier that model output can neither fool nor crash; run GRPO on a tiny transformer and read "
         "its diagnostics; tell a run's machine-dependent digits from what holds on every CPU; size a comparison "
         "over seeds",
@@ -264,8 +269,8 @@ CHAPTER_OBJECTIVES = {
 
 #: Estimated minutes per chapter: (reading its text and code, doing its exercises).
 MINUTES = {1: (25, 40), 2: (35, 55), 3: (30, 45), 4: (40, 60), 5: (55, 75), 6: (60, 75), 7: (45, 60),
-           8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (75, 90), 15: (60, 75),
-           16: (50, 75), 17: (60, 75), 19: (45, 60), 18: (55, 70), 21: (35, 50)}
+           8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (35, 45), 14: (45, 60),
+           15: (60, 75), 16: (50, 75), 17: (60, 75), 19: (45, 60), 18: (55, 70), 21: (35, 50)}
 
 
 @dataclass(frozen=True)

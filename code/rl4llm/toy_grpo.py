@@ -1,4 +1,4 @@
-"""GRPO assembled on the toy, and the practical points the one-token toy hides (chapter 13).
+"""GRPO assembled on the toy (chapter 13), and the choices the one-token toy hides (chapter 14).
 
 Three pieces, each built from the library's own functions (no formula is re-derived here):
 
@@ -39,7 +39,7 @@ from .verifier import addition_reward
 
 # ----------------------------------------------------------------------------- the KL and entropy terms
 def forward_kl_gradient(logits, ref_logits) -> np.ndarray:
-    """grad_z KL(pi_ref || pi_z) = pi - pi_ref, for a tabular softmax policy pi = softmax(z) (chapter 13).
+    """grad_z KL(pi_ref || pi_z) = pi - pi_ref, for a tabular softmax policy pi = softmax(z) (chapter 14).
 
     KL(pi_ref || pi) = sum_y pi_ref ln pi_ref - sum_y pi_ref(y) ln pi(y), and
     grad_z ln pi(y) = onehot(y) - pi, so the gradient is -(pi_ref - pi sum_y pi_ref(y)) = pi - pi_ref.
@@ -52,7 +52,7 @@ def forward_kl_gradient(logits, ref_logits) -> np.ndarray:
 
 
 def reverse_kl_gradient(logits, ref_logits) -> np.ndarray:
-    """grad_z KL(pi_z || pi_ref) = pi * (ln(pi / pi_ref) - KL(pi || pi_ref)) (chapter 13).
+    """grad_z KL(pi_z || pi_ref) = pi * (ln(pi / pi_ref) - KL(pi || pi_ref)) (chapter 14).
 
     The mode-seeking direction the source text names for the RLHF leash. GRPO's k3 estimator
     estimates this KL's VALUE but, in the loss, follows the other direction's gradient.
@@ -66,7 +66,7 @@ def reverse_kl_gradient(logits, ref_logits) -> np.ndarray:
 
 
 def entropy_gradient(logits) -> np.ndarray:
-    """grad_z H(softmax(z)) = -pi * (ln pi + H), the ascent direction of an entropy bonus (chapter 13).
+    """grad_z H(softmax(z)) = -pi * (ln pi + H), the ascent direction of an entropy bonus (chapter 14).
 
     From H = -sum_y pi ln pi and d pi_y / d z_k = pi_y (1[y = k] - pi_k). Its entries sum to 0, and it
     vanishes at the uniform policy (maximum entropy).
@@ -78,7 +78,7 @@ def entropy_gradient(logits) -> np.ndarray:
 
 
 def k3_loss_gradient(logits, ref_logits, samples, bias_correction: bool = False) -> dict:
-    """The k3 penalty on one-token answers, and its gradient by autograd (chapter 13).
+    """The k3 penalty on one-token answers, and its gradient by autograd (chapter 14).
 
     Each sampled answer y_i is a row of length 1 with advantage 0, so ``grpo_loss`` (beta = 1,
     loss_type "grpo") is exactly the mean of
@@ -205,7 +205,7 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
 
 
 def run_over_seeds(run, seeds, **kwargs):
-    """Call ``run(seed=s, **kwargs)`` for every seed and stack the results (chapters 13, 17).
+    """Call ``run(seed=s, **kwargs)`` for every seed and stack the results (chapters 13, 14, 17).
 
     A run returning an array gives an array shaped (n_seeds, ...); a run returning a dict of arrays
     gives a dict of such stacks. Use it to draw a mean with a spread instead of one lucky seed.
@@ -219,13 +219,13 @@ def run_over_seeds(run, seeds, **kwargs):
     return np.array(results)
 
 
-#: The short run behind chapter 13's four sliders (G, eps, lr, beta): few enough inner steps to
+#: The short run behind the four sliders of chapters 13 (G, eps, lr) and 14 (beta): few enough inner steps to
 #: recompute in milliseconds (``benchmarks/sliders_part3_grpo.py`` times it).
 SLIDER_RUN = {"steps": 10, "K": 2, "seed": 0}
 
 
 def grpo_slider_run(G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: float = 0.0) -> dict:
-    """``grpo_toy_run`` with ``SLIDER_RUN``'s short settings and the four slider values (chapter 13)."""
+    """``grpo_toy_run`` with ``SLIDER_RUN``'s short settings and the four slider values (chapters 13 and 14)."""
     return grpo_toy_run(G=G, eps_low=eps, lr=lr, beta=beta, **SLIDER_RUN)
 
 
@@ -369,7 +369,7 @@ def _lengths_and_cap(args):
 @checked(_lengths_and_cap, rewards=_group_rewards, loss_type=one_of(LOSS_TYPES), ddof=std_ddof)
 def aggregation_weights(rewards, lengths, loss_type: str, max_completion_length: int | None = None,
                         scale: bool = True, ddof: int = 0) -> dict:
-    """The weight each ``loss_type`` of ``grpo_loss`` gives each answer's tokens, by autograd (chapter 13).
+    """The weight each ``loss_type`` of ``grpo_loss`` gives each answer's tokens, by autograd (chapter 14).
 
     One group with per-answer ``rewards`` and ``lengths`` (tokens), at rho = 1 (the first inner
     step). The ascent direction is sum_it w_it grad ln pi(token_it), with w_it = -d loss / d logp_it;

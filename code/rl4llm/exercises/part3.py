@@ -1,4 +1,4 @@
-"""Checked exercises of Part III (chapters 10-13): reusing samples, trust regions, GRPO."""
+"""Checked exercises of Part III (chapters 10-14): reusing samples, trust regions, GRPO and its choices."""
 from __future__ import annotations
 
 import numpy as np
@@ -240,12 +240,12 @@ def _band(eps, eps_high=None):
     return 1 - eps, 1 + (eps if eps_high is None else eps_high)
 
 
-def _std_advantages(rewards, ddof, where):
+def _std_advantages(rewards, ddof, where, eps=1e-8):
     r = np.asarray(rewards, dtype=float)
     centred = r - r.mean(axis=-1, keepdims=True)
     if where == "sqrt":
-        return centred / np.sqrt(r.var(axis=-1, ddof=ddof, keepdims=True) + 1e-8)
-    return centred / (r.std(axis=-1, ddof=ddof, keepdims=True) + 1e-8)
+        return centred / np.sqrt(r.var(axis=-1, ddof=ddof, keepdims=True) + eps)
+    return centred / (r.std(axis=-1, ddof=ddof, keepdims=True) + eps)
 
 
 def _gae_variant(rewards, values, gamma=1.0, lam=1.0, last_value=0.0, shift=0, use_lam=True, use_gamma=True):
@@ -268,6 +268,28 @@ def _clip_wrong_side(ratio, advantage, eps, eps_high=None):
     return np.minimum(rho, _band(eps, eps_high)[1]) * A
 
 
+# ----------------------------------------------------------------------------- chapter 14
+#: Exercise 14's group: one right answer among four; TRL divides by the sample std (ddof=1) plus 1e-4.
+TRL_GROUP, TRL_EPS = np.array([1.0, 0.0, 0.0, 0.0]), 1e-4
+
+
+def _trl_advantage_mistakes() -> tuple[tuple[float, str], ...]:
+    r, trl = TRL_GROUP, float(_std_advantages(TRL_GROUP, 1, "outside", TRL_EPS)[0])
+    return (
+        (float(_std_advantages(r, 0, "outside", TRL_EPS)[0]),
+         "that uses the population std (ddof=0, divide by G = 4), the book's default; TRL uses the sample std: "
+         "divide the squared deviations by G - 1 = 3"),
+        (float(r[0] / (r.std(ddof=1) + TRL_EPS)), "the baseline is missing: subtract the group's mean reward 0.25 "
+                                                  "from r = 1 before dividing by the std"),
+        (float(r[0] - r.mean()), "the division by the group's std is missing: that is r - mean (Dr. GRPO's "
+                                 "scale=False); divide by the sample std, 0.5"),
+        (float((r[0] - r.mean()) / r.var(ddof=1)), "that divides by the sample variance 0.25; divide by its square "
+                                                   "root, the std 0.5"),
+        (-trl, "the sign is flipped: the advantage is r - mean, and the right answer is above the group's mean "
+               "0.25, so it is positive"),
+    )
+
+
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch10-weight": NumericExercise(
         10, "rho(5) = pi_new(5) / pi_old(5) after z(5) is raised by ln 2",
@@ -285,6 +307,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         # the library's formula, (r - mean) / (std + eps) with ddof 0, in numpy: group_advantages itself
         # lives in rl4llm.grpo, which imports torch (tests/test_exercises_part3.py checks they agree)
         float(_std_advantages(PARTIAL_CREDIT_GROUP, 0, "outside")[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
+    "ex-ch14-trl-advantage": NumericExercise(
+        14, "TRL's advantage of the right answer in the group (1, 0, 0, 0)",
+        float(_std_advantages(TRL_GROUP, 1, "outside", TRL_EPS)[0]), 5e-4, _trl_advantage_mistakes()),
     "group_advantages": FunctionExercise(13, group_advantages, _advantage_cases, (
         ("the std uses ddof=1 (the sample std, TRL's choice) even when ddof=0 is asked for; the book's "
          "default is ddof=0, the population std", lambda r, scale=True, ddof=0, eps=1e-8: _advantages(r, scale, 1, eps)),
@@ -335,6 +360,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     )),
 }
 
+
+# ----------------------------------------------------------------------------- chapter 14: the GRPO loss
 def _loss_batch(rng):
     import torch
     gen = np.random.default_rng(0) if rng is None else rng
@@ -403,7 +430,7 @@ def _grpo(**slip):
     return lambda *args, **kwargs: _grpo_variant(*args, **kwargs, **slip)
 
 
-SPECS["grpo_loss"] = FunctionExercise(13, _grpo_loss_value, _loss_cases, (
+SPECS["grpo_loss"] = FunctionExercise(14, _grpo_loss_value, _loss_cases, (
     ("the sign is flipped: grpo_loss returns the NEGATED clipped objective, a loss to minimise", _grpo(sign=-1.0)),
     ("the aggregation is per token over the whole batch (bnpo/dapo); loss_type 'grpo' averages each "
      "sequence over its own tokens first, then averages the sequences", _grpo(as_type={"grpo": "bnpo"})),

@@ -1,4 +1,5 @@
-"""Figures and tables for chapter 13 (GRPO on the toy) and chapter 21 (every method in one place)."""
+"""Figures and tables for chapters 13 and 14 (GRPO on the toy, and its choices) and chapter 21 (every
+method in one place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -52,7 +53,7 @@ def _grpo_run_axes(fig):
 
 def sweep_summary(name: str, values) -> str:
     """A Markdown table of ``grpo_slider_run`` over a few of one slider's values: the numbers the text
-    quotes beside its chart (chapter 13).
+    quotes beside its chart (chapters 13 and 14).
 
     One column per value of the slider ``name`` (``"G"``, ``"eps"``, ``"lr"`` or ``"beta"``), the
     others at their defaults; rows: pi(5) after 3 steps and at the end of the run, KL(pi || pi_ref)
@@ -108,7 +109,7 @@ def draw_per_token_ratios(fig, result: dict, answers, eps_low: float = 0.2) -> N
 
 
 def draw_aggregation(fig, weights: dict, labels, lengths) -> None:
-    """Per-token weight w_i = -d loss / d logp_it that each loss_type gives each answer (chapter 13).
+    """Per-token weight w_i = -d loss / d logp_it that each loss_type gives each answer (chapter 14).
 
     ``weights``: loss_type -> ``aggregation_weights`` result.
     """
@@ -137,7 +138,7 @@ def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
 def draw_entropy_collapse(fig, runs: dict) -> None:
     """Entropy and pi(5) over training: every seed as a thin line, their mean as a thick one.
 
-    ``runs``: label -> ``run_over_seeds(grpo_toy_run, ...)`` result (chapter 13). Each seed is
+    ``runs``: label -> ``run_over_seeds(grpo_toy_run, ...)`` result (chapter 14). Each seed is
     drawn because such runs can be bimodal (some seeds escape a stuck start, others never do), and
     a mean or a band would then sit where no run is.
     """
@@ -162,7 +163,7 @@ def draw_entropy_collapse(fig, runs: dict) -> None:
 
 
 def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
-    """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapter 13).
+    """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapters 13 and 14).
 
     Short headers keep the ten columns narrow: n (seeds), mean, sd, min, max, vs, diff., floor,
     verdict. ``results``: row label -> 1-D array with one result per seed. Each row shows the
@@ -218,9 +219,10 @@ def draw_method_curves(fig, curves: dict) -> None:
     fig.tight_layout()
 
 
-# ----------------------------------------------------------------------------- live charts (chapter 13)
-#: Chapter 13's four sliders, each on its own chart: every G from 2 to 32, epsilon from 0.05 to 0.9 in
-#: steps of 0.025, the learning rate from 0.1 to 5 in steps of 0.1, beta from 0 to 2 in steps of 0.05.
+# ----------------------------------------------------------------------------- live charts (chapters 13 and 14)
+#: The four sliders of chapters 13 (G, eps, lr) and 14 (beta), each on its own chart: every G from 2 to 32,
+#: epsilon from 0.05 to 0.9 in steps of 0.025, the learning rate from 0.1 to 5 in steps of 0.1, beta from 0 to
+#: 2 in steps of 0.05.
 GRPO_SLIDERS = {
     "G": Slider("G", "G", 2, 32, 1, 8, fmt="d"),
     "eps": Slider("eps", "ε", 0.05, 0.9, 0.025, 0.2, fmt=".3f"),
@@ -234,22 +236,23 @@ _slider_run = lru_cache(maxsize=None)(grpo_slider_run)
 
 
 def grpo_run_curves(**setting) -> np.ndarray:
-    """Chapter 13's curves over the steps of ``grpo_slider_run(**setting)``: pi(5), the entropy, KL(pi || pi_ref)
-    and the clip fraction of the last inner step (none at step 0, before any update)."""
+    """The sliders' curves (chapters 13 and 14) over the steps of ``grpo_slider_run(**setting)``: pi(5), the
+    entropy, KL(pi || pi_ref) and the clip fraction of the last inner step (none at step 0, before any update)."""
     run = _slider_run(**setting)
     return np.array([run["pi_correct"], run["entropy"], run["kl_ref"],
                      np.concatenate([[np.nan], run["inner_clip_fraction"][:, -1]])])
 
 
 def grpo_run_notes(**setting) -> dict:
-    """Chapter 13's numbers over each chart: pi(5) after the run, and how many of its groups were flat."""
+    """The numbers over each slider chart (chapters 13 and 14): pi(5) after the run, and how many of its
+    groups were flat."""
     run = _slider_run(**setting)
     return {f"π(5) after {run['zero_std'].size} steps": float(run["pi_correct"][-1]),
             "flat groups": float(run["zero_std"].sum())}
 
 
 def grpo_run_chart(name: str):
-    """Chapter 13: one short seeded GRPO run (``grpo_slider_run``) at every position of the slider ``name``
+    """Chapters 13 and 14: one short seeded GRPO run (``grpo_slider_run``) at every position of the slider ``name``
     (a key of ``GRPO_SLIDERS``), the other three at their defaults."""
     if name not in GRPO_SLIDERS:
         raise ValueError(f"name must be one of {list(GRPO_SLIDERS)}, got {name!r}")
