@@ -13,9 +13,9 @@ import time
 
 from rl4llm import LOGITS, REWARDS
 from rl4llm.estimators import jhat_study, variance_curve
-from rl4llm.onpolicy import rl_and_sft_steps, seed_study
-from rl4llm.viz.part2 import (BASELINE, JHAT_GROUPS, SEED_RUN, STEP_LR, baseline_chart, jhat_chart, learning_band,
-                              learning_chart, seeds_chart, steps_chart)
+from rl4llm.onpolicy import SEED_RUN, rl_and_sft_steps, seed_study
+from rl4llm.viz.part2 import (BASELINE, JHAT_GROUPS, STEP_LR, baseline_chart, jhat_chart, learning_band, learning_chart,
+                              seeds_chart, steps_chart)
 from slider_timing import report
 
 SLIDERS = {

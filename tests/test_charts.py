@@ -264,7 +264,7 @@ from rl4llm import REWARDS, estimator_variance, expected_reward, training_curves
 from rl4llm.estimators import jhat_study  # noqa: E402
 from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
 from rl4llm.statistics import t_quantile  # noqa: E402
-from rl4llm.two_strings import two_spellings  # noqa: E402
+from rl4llm.two_step import two_spellings  # noqa: E402
 from rl4llm import (TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_objective,  # noqa: E402
                     clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
 from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402

@@ -16,9 +16,8 @@ from rl4llm.estimators import (gradient_by_finite_differences, group_estimator_m
                                group_mean_baseline_gradient, jhat_distribution, jhat_samples,
                                leave_one_out_gradient, sample_groups, std_and_standard_error, variance_curve,
                                zero_signal_probability)
-from rl4llm.onpolicy import learning_curve_band, repeated_band, seed_study
+from rl4llm.onpolicy import SEED_RUN, learning_curve_band, repeated_band, seed_study
 from rl4llm.statistics import noise_floor, t_quantile
-from rl4llm.viz.part2 import SEED_RUN
 
 PI = softmax(LOGITS)
 

@@ -18,7 +18,7 @@ from .distributions import (cross_entropy, decode_probs, entropy, kl_divergence,
                             sequence_probability, softmax)
 from .gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
                         sft_step)
-from .two_strings import first_token_rewards, string_probabilities, training_curves
+from .two_step import first_token_rewards, string_probabilities, training_curves
 from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
 from .verifier import EOS_MARKER, addition_reward
 

@@ -117,6 +117,15 @@ def integer_at_least(x, name: str, minimum: int) -> int:
     return int(x)
 
 
+def integer_in_range(low: int, high: int):
+    """Rule: an integer (Python or numpy, not bool, not float) in [low, high]."""
+    def rule(x, name):
+        if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)) or not low <= x <= high:
+            raise ValueError(f"{name} must be an integer in [{low}, {high}], got {x!r}")
+        return int(x)
+    return rule
+
+
 def index_in_range(i, name: str, size: int) -> int:
     """An integer index in [0, size - 1]."""
     if isinstance(i, bool) or not isinstance(i, (numbers.Integral, np.integer)) or not 0 <= i < size:
@@ -128,6 +137,29 @@ def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
     """Raise unless two arrays have the same shape."""
     if a.shape != b.shape:
         raise ValueError(f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}")
+
+
+def reward_vector(rewards, size: int, name: str = "rewards") -> np.ndarray:
+    """Finite rewards, one per answer: a 1-D vector of length ``size``."""
+    r = as_float_array(rewards, name)
+    if r.shape != (size,):
+        raise ValueError(f"{name} must be a 1-D vector of length {size} (one reward per answer), got shape {r.shape}")
+    return r
+
+
+def one_reward_per_answer(policy: str = "logits"):
+    """Relation: ``rewards`` holds one reward per answer of the (checked) array ``policy`` (its last axis)."""
+    def relation(args):
+        args["rewards"] = reward_vector(args["rewards"], args[policy].shape[-1])
+    return relation
+
+
+def generator(rng, name: str = "rng") -> np.random.Generator:
+    """Rule: a numpy random generator (``np.random.default_rng(seed)``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                         f"got {type(rng).__name__}")
+    return rng
 
 
 def sample_indices(samples, size: int) -> np.ndarray:

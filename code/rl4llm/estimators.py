@@ -24,31 +24,24 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, at_least, checked, finite_real, integer_at_least, logits_array, logits_vector,
-                      probability_array, real_in_range, sample_indices)
-from .distributions import softmax
+from ._checks import (as_float_array, at_least, checked, finite_real, generator, in_range, logits_array, logits_vector,
+                      one_reward_per_answer, reward_vector, sample_indices)
+from .distributions import probability_vector, softmax
+
+#: Relation: one reward per answer of the policy's logits.
+_one_reward_per_answer = one_reward_per_answer("logits")
+#: The checks of a tabular policy's logits (K,) and its rewards (one per answer).
+_POLICY = {"logits": logits_vector, "rewards": as_float_array}
+#: estimator_bias and kl_leashes import the reward check from here.
+_reward_vector = reward_vector
 
 
-# ----------------------------------------------------------------------------- validation helpers
-
-def _reward_vector(rewards, size: int) -> np.ndarray:
-    """A finite reward vector with one entry per answer (length ``size``)."""
-    r = as_float_array(rewards, "rewards")
-    if r.shape != (size,):
-        raise ValueError(f"rewards must be a 1-D vector of length {size} (one reward per answer), "
-                         f"got shape {r.shape}")
-    return r
-
-
-def _group_size(G) -> int:
-    return integer_at_least(G, "G", 1)
-
-
-def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
-                         f"got {type(rng).__name__}")
-    return rng
+def _vector(values, name: str) -> np.ndarray:
+    """Rule: a 1-D array of finite numbers."""
+    v = as_float_array(values, name)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {v.shape}")
+    return v
 
 
 # ----------------------------------------------------------------------------- chapter 6: sampling
@@ -71,21 +64,17 @@ def inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     return y
 
 
+@checked(probs=probability_vector, G=at_least(1), n_groups=at_least(1), rng=generator)
 def sample_groups(probs, G: int, n_groups: int, rng) -> np.ndarray:
     """``n_groups`` groups of G answers drawn iid from ``probs``: int indices, shape (n_groups, G).
 
     Vectorised inverse-CDF sampling: one ``rng.random((n_groups, G))`` call, then
     ``inverse_cdf``; no Python loop per sample (chapter 6).
     """
-    p = probability_array(probs, "probs")
-    if p.ndim != 1:
-        raise ValueError(f"probs must be a 1-D probability vector, got shape {p.shape}")
-    G = _group_size(G)
-    n_groups = integer_at_least(n_groups, "n_groups", 1)
-    u = _generator(rng).random((n_groups, G))
-    return inverse_cdf(p, u)
+    return inverse_cdf(probs, rng.random((n_groups, G)))
 
 
+@checked(p=in_range(0.0, 1.0), G=at_least(1))
 def jhat_distribution(p, G: int) -> tuple[np.ndarray, np.ndarray]:
     """``(values, probs)``: the law of J-hat, the fraction correct among G samples (chapter 6).
 
@@ -93,8 +82,6 @@ def jhat_distribution(p, G: int) -> tuple[np.ndarray, np.ndarray]:
     P(J-hat = k / G) = C(G, k) p^k (1 - p)^(G - k), k = 0..G. On the toy (p = 0.2, G = 4) the
     probabilities are (256, 256, 96, 16, 1) / 625.
     """
-    p = real_in_range(p, "p", 0.0, 1.0)
-    G = _group_size(G)
     k = np.arange(G + 1)
     if p in (0.0, 1.0):                     # a point mass: no logarithm of zero below
         return k / G, (k == round(p * G)).astype(np.float64)
@@ -102,17 +89,17 @@ def jhat_distribution(p, G: int) -> tuple[np.ndarray, np.ndarray]:
     return k / G, np.exp(log_comb + k * math.log(p) + (G - k) * math.log1p(-p))
 
 
+@checked(one_reward_per_answer("probs"), probs=probability_vector, G=at_least(1), n_groups=at_least(1),
+         seed=at_least(0))
 def jhat_samples(probs, rewards, G: int, n_groups: int, seed: int) -> np.ndarray:
     """``n_groups`` Monte Carlo estimates J-hat = (1/G) sum_i r(y_i), y_i ~ probs (chapter 6).
 
     Seeded (``np.random.default_rng(seed)``); shape (n_groups,).
     """
-    p = probability_array(probs, "probs")
-    r = _reward_vector(rewards, p.shape[-1])
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    return r[sample_groups(p, G, n_groups, rng)].mean(axis=-1)
+    return rewards[sample_groups(probs, G, n_groups, np.random.default_rng(seed))].mean(axis=-1)
 
 
+@checked(G=at_least(1), p=in_range(0.0, 1.0), n_groups=at_least(1), seed=at_least(0))
 def jhat_study(G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> dict:
     """J-hat for 0/1 rewards with P(correct) = p: Monte Carlo beside its exact law (chapter 6).
 
@@ -125,33 +112,44 @@ def jhat_study(G: int, p: float = 0.2, n_groups: int = 4000, seed: int = 0) -> d
     approaches as G grows.
     """
     values, law = jhat_distribution(p, G)
-    n_groups = integer_at_least(n_groups, "n_groups", 1)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    n_correct = sample_groups([1.0 - p, p], G, n_groups, rng).sum(axis=1)
+    n_correct = sample_groups([1.0 - p, p], G, n_groups, np.random.default_rng(seed)).sum(axis=1)
     frequencies = np.bincount(n_correct, minlength=values.size) / n_correct.size
     frequency_se = np.sqrt(law * (1.0 - law) / n_groups)
     z = np.divide(frequencies - law, frequency_se, out=np.zeros_like(law), where=frequency_se > 0)
     return {"values": values, "law": law, "frequencies": frequencies,
-            "frequency_standard_errors": frequency_se, "z": z, "mean": float(p),
+            "frequency_standard_errors": frequency_se, "z": z, "mean": p,
             "standard_error": math.sqrt(p * (1.0 - p) / G)}
 
 
+def _two_batches(args):
+    """Relation: ``values`` make at least two batches of ``n``."""
+    size = args["values"].size
+    if size // args["n"] < 2:
+        raise ValueError(f"n must be in [1, {size // 2}] so that {size} values give two batches, got {args['n']}")
+
+
+@checked(_two_batches, values=_vector, n=at_least(1))
 def spread_of_means(values, n: int) -> float:
     """Standard deviation (ddof = 1) of the means of consecutive disjoint batches of n values (chapter 6).
 
     With iid values of standard deviation sigma it estimates sigma / sqrt(n): the 1/sqrt(n) law.
     Needs at least two batches (len(values) >= 2 n); a trailing partial batch is dropped.
     """
-    v = as_float_array(values, "values")
-    if v.ndim != 1:
-        raise ValueError(f"values must be a 1-D array, got shape {v.shape}")
-    n = integer_at_least(n, "n", 1)
-    n_batches = v.size // n
-    if n_batches < 2:
-        raise ValueError(f"n must be in [1, {v.size // 2}] so that {v.size} values give two batches, got {n}")
-    return float(v[: n_batches * n].reshape(n_batches, n).mean(axis=1).std(ddof=1))
+    n_batches = values.size // n
+    return float(values[: n_batches * n].reshape(n_batches, n).mean(axis=1).std(ddof=1))
 
 
+def _spread_out(values, name: str) -> np.ndarray:
+    """Rule: a 1-D array of at least 2 numbers whose standard deviation is not 0."""
+    v = _vector(values, name)
+    if v.size < 2:
+        raise ValueError(f"{name} must be a 1-D array of at least 2 numbers, got shape {v.shape}")
+    if v.std(ddof=1) == 0.0:
+        raise ValueError(f"{name} must not all be equal (their standard deviation is 0)")
+    return v
+
+
+@checked(values=_spread_out)
 def std_and_standard_error(values) -> tuple[float, float]:
     """``(s, se)``: the sample standard deviation s (ddof = 1) of iid ``values`` and its standard error (chapter 6).
 
@@ -161,80 +159,82 @@ def std_and_standard_error(values) -> tuple[float, float]:
     A large-sample formula: with a few hundred values it is a few percent low. Needs at least
     2 values that are not all equal.
     """
-    v = as_float_array(values, "values")
-    if v.ndim != 1 or v.size < 2:
-        raise ValueError(f"values must be a 1-D array of at least 2 numbers, got shape {v.shape}")
-    s = float(v.std(ddof=1))
-    if s == 0.0:
-        raise ValueError("values must not all be equal (their standard deviation is 0)")
-    m4 = float(((v - v.mean()) ** 4).mean())
-    return s, math.sqrt(max(m4 - s ** 4, 0.0) / v.size) / (2.0 * s)
+    s = float(values.std(ddof=1))
+    m4 = float(((values - values.mean()) ** 4).mean())
+    return s, math.sqrt(max(m4 - s ** 4, 0.0) / values.size) / (2.0 * s)
 
 
 # ----------------------------------------------------------------------------- chapter 7: gradient
+@checked(_one_reward_per_answer, **_POLICY)
 def gradient_by_enumeration(logits, rewards) -> np.ndarray:
     """grad J = E_y[r(y) score(y)] = sum_y pi(y) r(y) (onehot(y) - pi), summed over every answer (chapter 7).
 
     The score-function identity written out term by term; it must agree with the closed form
     ``policy_gradient`` = pi * (r - J).
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    pi = softmax(z)
-    scores = np.eye(z.size) - pi[None, :]          # row y: score(y)
-    return (pi * r) @ scores
+    pi = softmax(logits)
+    scores = np.eye(logits.size) - pi[None, :]     # row y: score(y)
+    return (pi * rewards) @ scores
 
 
+#: Rule: a finite-difference step h in (0, 1].
+_STEP = in_range(0.0, 1.0, low_open=True)
+
+
+@checked(_one_reward_per_answer, h=_STEP, **_POLICY)
 def gradient_by_finite_differences(logits, rewards, h: float = 1e-6) -> np.ndarray:
     """dJ/dz_k ~ (J(z + h e_k) - J(z - h e_k)) / (2 h) for every logit k (chapter 7).
 
     A route that never uses the score function: it only evaluates J = sum pi r. Error O(h^2).
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
-    shifts = h * np.eye(z.size)
-    return (softmax(z + shifts) @ r - softmax(z - shifts) @ r) / (2 * h)
+    shifts = h * np.eye(logits.size)
+    return (softmax(logits + shifts) @ rewards - softmax(logits - shifts) @ rewards) / (2 * h)
 
 
+def _function(objective, name: str):
+    """Rule: a function (of a policy dict)."""
+    if not callable(objective):
+        raise ValueError(f"{name} must be a function of a policy dict, got {type(objective).__name__}")
+    return objective
+
+
+def _policy_dict(policy, name: str) -> dict:
+    """Rule: a non-empty dict {context: logits}, each a vector of finite logits."""
+    if not isinstance(policy, dict) or not policy:
+        raise ValueError(f"{name} must be a non-empty dict {{context: logits}}, got {type(policy).__name__}")
+    return {context: logits_vector(z, name) for context, z in policy.items()}
+
+
+@checked(objective=_function, policy=_policy_dict, h=_STEP)
 def policy_gradient_by_finite_differences(objective, policy: dict, h: float = 1e-6) -> dict:
     """d objective / dz for every logit of a policy ``{context: logits}``, by central differences
     (chapter 5's check of the tree gradient).
 
     ``objective`` is a function of such a policy that returns a number (for instance
-    ``rl4llm.two_strings.expected_verifier_reward``). Each logit k of each context is moved by
+    ``rl4llm.two_step.expected_verifier_reward``). Each logit k of each context is moved by
     +h and -h alone: (f(z + h e_k) - f(z - h e_k)) / (2 h), error O(h^2). The route never uses a
     score function or the tree's Q values: it only evaluates the objective.
     """
-    if not callable(objective):
-        raise ValueError(f"objective must be a function of a policy dict, got {type(objective).__name__}")
-    if not isinstance(policy, dict) or not policy:
-        raise ValueError(f"policy must be a non-empty dict {{context: logits}}, got {type(policy).__name__}")
-    h = real_in_range(h, "h", 0.0, 1.0, low_open=True)
-    base = {context: logits_vector(z, "policy") for context, z in policy.items()}
     grads = {}
-    for context, z in base.items():
+    for context, z in policy.items():
         g = np.empty(z.size)
         for k in range(z.size):
             step = h * np.eye(z.size)[k]
-            g[k] = (float(objective({**base, context: z + step}))
-                    - float(objective({**base, context: z - step}))) / (2 * h)
+            g[k] = (float(objective({**policy, context: z + step}))
+                    - float(objective({**policy, context: z - step}))) / (2 * h)
         grads[context] = g
     return grads
 
 
+@checked(_one_reward_per_answer, n=at_least(1), seed=at_least(0), baseline=finite_real, **_POLICY)
 def gradient_samples(logits, rewards, n: int, seed: int, baseline: float = 0.0) -> np.ndarray:
     """``n`` single-sample estimates (r(y) - b) g(y), y ~ pi, shape (n, K) (chapters 7-8).
 
     Their mean is a Monte Carlo estimate of grad J = E[(r(y) - b) g(y)], for any constant b.
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    b = finite_real(baseline, "baseline")
-    pi = softmax(z)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    y = sample_groups(pi, integer_at_least(n, "n", 1), 1, rng)[0]
-    return (r[y] - b)[:, None] * (np.eye(z.size)[y] - pi)
+    pi = softmax(logits)
+    y = sample_groups(pi, n, 1, np.random.default_rng(seed))[0]
+    return (rewards[y] - baseline)[:, None] * (np.eye(logits.size)[y] - pi)
 
 
 # ----------------------------------------------------------------------------- chapter 8: variance
@@ -250,12 +250,6 @@ def _total_variance(z: np.ndarray, r: np.ndarray, baselines: np.ndarray) -> np.n
     pi, score_sq, grad = _variance_terms(z, r)
     second_moment = ((r[None, :] - baselines[:, None]) ** 2 * score_sq[None, :]) @ pi
     return np.maximum(second_moment - grad @ grad, 0.0)
-
-
-def _one_reward_per_answer(args):
-    z, r = args["logits"], args["rewards"]
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z.size} (one per answer), got shape {r.shape}")
 
 
 @checked(_one_reward_per_answer, logits=logits_vector, rewards=as_float_array, baseline=finite_real, G=at_least(1))
@@ -275,6 +269,15 @@ def estimator_variance(logits, rewards, baseline: float = 0.0, G: int = 1) -> fl
     return float(max(second_moment - grad_J @ grad_J, 0.0)) / G
 
 
+def _draws(samples, name: str) -> np.ndarray:
+    """Rule: n >= 2 draws of a random vector, a 2-D array (n, K)."""
+    x = as_float_array(samples, name)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"{name} must be a 2-D array (n, K) with n >= 2, got shape {x.shape}")
+    return x
+
+
+@checked(samples=_draws)
 def total_variance_and_standard_error(samples) -> tuple[float, float]:
     """``(v, se)``: the total variance of vector samples, measured, and its standard error (chapter 8).
 
@@ -283,27 +286,24 @@ def total_variance_and_standard_error(samples) -> tuple[float, float]:
     (the trace of the covariance). It is a mean of the n numbers |X_i - Xbar|^2, so its
     standard error is their standard deviation over sqrt(n).
     """
-    x = as_float_array(samples, "samples")
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"samples must be a 2-D array (n, K) with n >= 2, got shape {x.shape}")
-    n = x.shape[0]
-    squared_distance = ((x - x.mean(axis=0)) ** 2).sum(axis=1)
+    n = samples.shape[0]
+    squared_distance = ((samples - samples.mean(axis=0)) ** 2).sum(axis=1)
     return float(squared_distance.sum() / (n - 1)), float(squared_distance.std(ddof=1) / math.sqrt(n))
 
 
+@checked(_one_reward_per_answer, **_POLICY)
 def optimal_baseline(logits, rewards) -> float:
     """The constant b minimising ``estimator_variance``: b* = E[r |g|^2] / E[|g|^2] (chapter 8).
 
     Setting d/db sum_y pi(y) (r(y) - b)^2 |g(y)|^2 = 0 gives this weighted mean of the rewards,
     weighted by pi(y) |g(y)|^2. On the toy with 0/1 rewards, b* = 0.172 / 0.74 = 43/185.
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    pi, score_sq, _ = _variance_terms(z, r)
+    pi, score_sq, _ = _variance_terms(logits, rewards)
     weights = pi * score_sq
-    return float(weights @ r / weights.sum())
+    return float(weights @ rewards / weights.sum())
 
 
+@checked(_one_reward_per_answer, offset=finite_real, baselines=_vector, **_POLICY)
 def variance_curve(logits, rewards, offset: float, baselines) -> dict:
     """The baseline study behind chapter 8's slider, for rewards r + offset (the grader's shift).
 
@@ -311,18 +311,13 @@ def variance_curve(logits, rewards, offset: float, baselines) -> dict:
     mean baseline), ``optimal`` (b*), ``variance_none`` (b = 0), ``variance_mean`` and
     ``variance_optimal``.
     """
-    offset = finite_real(offset, "offset")
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size) + offset
-    bs = as_float_array(baselines, "baselines")
-    if bs.ndim != 1:
-        raise ValueError(f"baselines must be a 1-D array, got shape {bs.shape}")
+    z, r = logits, rewards + offset
     mean = float(softmax(z) @ r)
     optimal = optimal_baseline(z, r)
     none_mean_optimal = _total_variance(z, r, np.array([0.0, mean, optimal]))
     return {
-        "baselines": bs,
-        "variance": _total_variance(z, r, bs),
+        "baselines": baselines,
+        "variance": _total_variance(z, r, baselines),
         "mean": mean,
         "optimal": optimal,
         "variance_none": float(none_mean_optimal[0]),
@@ -332,6 +327,18 @@ def variance_curve(logits, rewards, offset: float, baselines) -> dict:
 
 
 # ----------------------------------------------------------------------------- chapter 9: groups
+def _answers_of(policy: str = "logits"):
+    """Relation: ``samples`` are answer indices (..., G) into the (checked) ``policy``'s last axis."""
+    def relation(args):
+        args["samples"] = sample_indices(args["samples"], args[policy].shape[-1])
+    return relation
+
+
+#: The checks of a batch of groups: policies (K,) or (..., K), answers (..., G), one reward per answer.
+_GROUPS = (_answers_of(), _one_reward_per_answer)
+
+
+@checked(*_GROUPS, logits=logits_array)
 def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
     """The group-mean-baseline estimate (1/G) sum_i (r_i - rbar) g(y_i), rbar = (1/G) sum_j r_j (chapter 9).
 
@@ -340,12 +347,17 @@ def group_mean_baseline_gradient(logits, samples, rewards) -> np.ndarray:
     group). Returns shape (..., K). Its expectation is (1 - 1/G) grad J, not grad J: the baseline
     rbar contains r_i itself (chapter 9 derives it).
     """
-    z = logits_array(logits)
-    K = z.shape[-1]
-    y = sample_indices(samples, K)
-    return group_gradient_from_policy(softmax(z), y, _reward_vector(rewards, K)[y])
+    return group_gradient_from_policy(softmax(logits), samples, rewards[samples])
 
 
+def _groups_of_two(args):
+    """Relation: every group holds G >= 2 answers (leave-one-out needs another answer)."""
+    G = args["samples"].shape[-1]
+    if G < 2:
+        raise ValueError(f"samples must hold groups of G >= 2 answers (last axis), got G = {G}")
+
+
+@checked(*_GROUPS, _groups_of_two, logits=logits_array)
 def leave_one_out_gradient(logits, samples, rewards) -> np.ndarray:
     """The leave-one-out (RLOO) estimate (1/G) sum_i (r_i - b_i) g(y_i) (chapter 9).
 
@@ -354,15 +366,9 @@ def leave_one_out_gradient(logits, samples, rewards) -> np.ndarray:
     grad J (``group_estimator_moments`` checks it by enumerating every group). G >= 2.
     Shapes as in ``group_mean_baseline_gradient``.
     """
-    z = logits_array(logits)
-    K = z.shape[-1]
-    y = sample_indices(samples, K)
-    G = y.shape[-1]
-    if G < 2:
-        raise ValueError(f"samples must hold groups of G >= 2 answers (last axis), got G = {G}")
-    r = _reward_vector(rewards, K)[y]
-    others_mean = (r.sum(axis=-1, keepdims=True) - r) / (G - 1)
-    return gradient_from_advantages(softmax(z), y, r - others_mean)
+    r = rewards[samples]
+    others_mean = (r.sum(axis=-1, keepdims=True) - r) / (r.shape[-1] - 1)
+    return gradient_from_advantages(softmax(logits), samples, r - others_mean)
 
 
 def group_gradient_from_policy(pi: np.ndarray, samples: np.ndarray,
@@ -396,6 +402,7 @@ def gradient_from_advantages(pi: np.ndarray, samples: np.ndarray,
     return per_answer / G - advantages.mean(axis=-1, keepdims=True) * pi
 
 
+@checked(probs=probability_vector, G=at_least(1))
 def group_count_law(probs, G: int) -> tuple[np.ndarray, np.ndarray]:
     """Every possible group of G answers as counts, with its probability (chapter 9).
 
@@ -403,11 +410,7 @@ def group_count_law(probs, G: int) -> tuple[np.ndarray, np.ndarray]:
     sum n = G, with multinomial probability G! / prod(n_k!) prod pi_k^(n_k). Returns
     ``(counts, probs)`` of shapes (M, K) and (M,), M = C(G + K - 1, K - 1) (495 for G = 8, K = 5).
     """
-    p = probability_array(probs, "probs")
-    if p.ndim != 1:
-        raise ValueError(f"probs must be a 1-D probability vector, got shape {p.shape}")
-    G = _group_size(G)
-    K = p.size
+    p, K = probs, probs.size
     combos = list(itertools.combinations(range(G + K - 1), K - 1))
     bars = np.array(combos, dtype=int).reshape(len(combos), K - 1)
     edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars,
@@ -441,17 +444,32 @@ def _count_gradients(z: np.ndarray, r: np.ndarray, counts: np.ndarray,
     return weights - weights.sum(axis=1, keepdims=True) * softmax(z)[None, :]
 
 
+@checked(_one_reward_per_answer, G=at_least(1), **_POLICY)
 def expected_group_gradient(logits, rewards, G: int) -> np.ndarray:
     """E[group-mean-baseline estimate] over every group of G, exactly (chapter 9).
 
     Equals (1 - 1/G) grad J.
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    counts, law = group_count_law(softmax(z), G)
-    return law @ _count_gradients(z, r, counts)
+    counts, law = group_count_law(softmax(logits), G)
+    return law @ _count_gradients(logits, rewards, counts)
 
 
+def _group_baseline(baseline, name: str):
+    """Rule: "mean", "leave_one_out" or a number (a constant baseline)."""
+    if isinstance(baseline, str):
+        if baseline not in ("mean", "leave_one_out"):
+            raise ValueError(f'{name} must be "mean", "leave_one_out" or a number, got {baseline!r}')
+        return baseline
+    return finite_real(baseline, name)
+
+
+def _another_answer_to_leave_out(args):
+    """Relation: the leave-one-out baseline needs G >= 2."""
+    if args["baseline"] == "leave_one_out" and args["G"] < 2:
+        raise ValueError(f"G must be >= 2 for the leave-one-out baseline, got {args['G']}")
+
+
+@checked(_one_reward_per_answer, _another_answer_to_leave_out, G=at_least(1), baseline=_group_baseline, **_POLICY)
 def group_estimator_moments(logits, rewards, G: int, baseline="mean") -> dict:
     """Exact mean and spread of a group estimate, by enumerating every group of G (chapter 9).
 
@@ -461,16 +479,7 @@ def group_estimator_moments(logits, rewards, G: int, baseline="mean") -> dict:
     ``mean`` E[X] (K,), ``total_variance`` E|X - E X|^2 (the trace of the covariance, as in
     ``estimator_variance``) and ``mean_squared_error`` E|X - grad J|^2 = total variance + |bias|^2.
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    G = _group_size(G)
-    if isinstance(baseline, str):
-        if baseline not in ("mean", "leave_one_out"):
-            raise ValueError(f'baseline must be "mean", "leave_one_out" or a number, got {baseline!r}')
-        if baseline == "leave_one_out" and G < 2:
-            raise ValueError(f"G must be >= 2 for the leave-one-out baseline, got {G}")
-    else:
-        baseline = finite_real(baseline, "baseline")
+    z, r = logits, rewards
     counts, law = group_count_law(softmax(z), G)
     estimates = _count_gradients(z, r, counts, baseline)
     mean = law @ estimates
@@ -480,17 +489,15 @@ def group_estimator_moments(logits, rewards, G: int, baseline="mean") -> dict:
             "mean_squared_error": float(law @ ((estimates - grad_J) ** 2).sum(axis=1))}
 
 
+@checked(_one_reward_per_answer, G=at_least(1), lr=finite_real, **_POLICY)
 def expected_policy_after_step(logits, rewards, G: int, lr: float) -> np.ndarray:
     """E[pi after one on-policy step] = sum over groups P(group) softmax(z + lr * estimate) (chapter 9).
 
     Exact enumeration over the multinomial counts of ``group_count_law``, no sampling. On the toy,
     G = 8 and lr = 1 give E[pi(5)] = 0.2322.
     """
-    z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
-    lr = finite_real(lr, "lr")
-    counts, law = group_count_law(softmax(z), G)
-    return law @ softmax(z[None, :] + lr * _count_gradients(z, r, counts))
+    counts, law = group_count_law(softmax(logits), G)
+    return law @ softmax(logits[None, :] + lr * _count_gradients(logits, rewards, counts))
 
 
 def zero_signal_probability(p, G: int) -> float:

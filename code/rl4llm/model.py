@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import integer_at_least, real_in_range
+from ._checks import at_least, check_fields, checked, in_range
 from .kv_cache import ConcatCache, LayerCache
 
 #: A layer's cache: :class:`~rl4llm.kv_cache.ConcatCache` or :class:`~rl4llm.kv_cache.LayerCache`.
@@ -40,10 +40,14 @@ class GPTConfig:
     n_embd: int = 64
 
     def __post_init__(self):
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            integer_at_least(getattr(self, name), name, 1)
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd must be a multiple of n_head={self.n_head}, got {self.n_embd}")
+        check_fields(self, dict.fromkeys(("vocab_size", "block_size", "n_layer", "n_head", "n_embd"), at_least(1)),
+                     _heads_split_the_width)
+
+
+def _heads_split_the_width(sizes):
+    """Relation: the attention heads split the width evenly (head size n_embd / n_head)."""
+    if sizes["n_embd"] % sizes["n_head"]:
+        raise ValueError(f"n_embd must be a multiple of n_head={sizes['n_head']}, got {sizes['n_embd']}")
 
 
 class CausalSelfAttention(nn.Module):
@@ -158,6 +162,18 @@ class Rollout:
         return self.tokens[:, self.prompt_len:]
 
 
+def _prompt_batch(prompts, name: str) -> torch.Tensor:
+    """Rule: fixed-width prompts, token ids shaped (N, P) with N >= 1."""
+    if prompts.dim() != 2 or prompts.shape[0] < 1:
+        raise ValueError(f"{name} must be token ids shaped (N, P) with N >= 1, got {tuple(prompts.shape)}")
+    return prompts
+
+
+#: Rule: a sampling temperature T >= 0 (0 is greedy).
+_TEMPERATURE = in_range(0.0, math.inf, high_open=True)
+
+
+@checked(prompts=_prompt_batch, max_new_tokens=at_least(1), group_size=at_least(1), temperature=_TEMPERATURE)
 @torch.no_grad()
 def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: int, pad_id: int,
            group_size: int = 1, temperature: float = 1.0, generator: torch.Generator | None = None) -> Rollout:
@@ -169,11 +185,6 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     for every unfinished row; a row finishes at its first EOS and is padded with ``pad_id`` after it.
     Sampling stops when every row has finished or after ``max_new_tokens`` tokens.
     """
-    max_new_tokens = integer_at_least(max_new_tokens, "max_new_tokens", 1)
-    group_size = integer_at_least(group_size, "group_size", 1)
-    temperature = real_in_range(temperature, "temperature", 0.0, math.inf, high_open=True)
-    if prompts.dim() != 2 or prompts.shape[0] < 1:
-        raise ValueError(f"prompts must be token ids shaped (N, P) with N >= 1, got {tuple(prompts.shape)}")
     logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
     logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
     capacity = prompts.shape[1] + max_new_tokens
@@ -206,6 +217,18 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     return Rollout(torch.cat([idx, tokens], dim=1), logp, mask, P)
 
 
+def _groups_share_prompts(args):
+    """Relation: with ``group_size`` G > 1, the rows come in runs of G that share their prompt."""
+    tokens, G, P = args["tokens"], args["group_size"], args["prompt_len"]
+    if G == 1:
+        return
+    if tokens.shape[0] % G:
+        raise ValueError(f"group_size must divide the number of rows {tokens.shape[0]}, got {G}")
+    if not torch.equal(tokens[:, :P], tokens[::G, :P].repeat_interleave(G, dim=0)):
+        raise ValueError(f"group_size={G}: each run of {G} rows must share its prompt")
+
+
+@checked(_groups_share_prompts, prompt_len=at_least(1), temperature=_TEMPERATURE, group_size=at_least(1))
 def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0,
                         group_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """log pi_theta(y_t | x, y_<t) of every completion token, and the policy's entropy there (chapter 15).
@@ -217,17 +240,11 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
     for less compute. Returns ``(logp, entropy)``, both (B, T); ``entropy`` (H of softmax(z / T) at
     each position) is detached, a diagnostic. Temperature 0 (greedy) reads the logits at T = 1.
     """
-    group_size = integer_at_least(group_size, "group_size", 1)
-    B = tokens.shape[0]
     if group_size == 1:
         logits, _ = model(tokens[:, :-1])
         z = logits[:, prompt_len - 1:, :]
     else:
-        if B % group_size:
-            raise ValueError(f"group_size must divide the number of rows {B}, got {group_size}")
         prompts = tokens[::group_size, :prompt_len]
-        if not torch.equal(tokens[:, :prompt_len], prompts.repeat_interleave(group_size, dim=0)):
-            raise ValueError(f"group_size={group_size}: each run of {group_size} rows must share its prompt")
         prompt_logits, past = model(prompts)
         past = [ConcatCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
                 for c in past]                                             # (B, nh, P, hs) each

@@ -11,27 +11,14 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, at_least, checked, finite_real, index_in_range, integer_at_least, logits_array,
-                      logits_vector)
+from ._checks import as_float_array, at_least, checked, finite_real, logits_vector, one_reward_per_answer
 from .distributions import onehot, softmax
 from .estimators import group_gradient_from_policy, inverse_cdf
-from .gradients import policy_gradient, sft_gradient
+from .gradients import index_into, policy_gradient, sft_gradient
 from .toy import CORRECT, LOGITS, REWARDS
 
-
-def _loop_inputs(logits, rewards, G, lr, steps, seed) -> tuple:
-    """The checked inputs of the toy's on-policy loop (every bad one a ValueError)."""
-    z = logits_vector(logits)
-    r = as_float_array(rewards, "rewards")
-    _one_reward_per_answer({"logits": z, "rewards": r})
-    return (z, r, integer_at_least(G, "G", 1), finite_real(lr, "lr"), integer_at_least(steps, "steps", 0),
-            integer_at_least(seed, "seed", 0))
-
-
-def _one_reward_per_answer(args):
-    z, r = args["logits"], args["rewards"]
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must be a 1-D vector of length {z.size}, got shape {r.shape}")
+#: Relation: one reward per answer of the policy's logits.
+_one_reward_per_answer = one_reward_per_answer("logits")
 
 
 @checked(_one_reward_per_answer, logits=logits_vector, rewards=as_float_array, G=at_least(1), lr=finite_real,
@@ -65,6 +52,8 @@ def on_policy_loop_plain(logits, rewards, G: int, lr: float, steps: int,
     return np.array(trajectory)
 
 
+@checked(_one_reward_per_answer, logits=logits_vector, rewards=as_float_array, G=at_least(1), lr=finite_real,
+         steps=at_least(0), n_seeds=at_least(1), seed=at_least(0))
 def on_policy_runs(logits, rewards, G: int, lr: float, steps: int, n_seeds: int,
                    seed: int = 0) -> dict:
     """``n_seeds`` independent runs of the on-policy loop, all at once (chapter 9).
@@ -82,9 +71,7 @@ def on_policy_runs(logits, rewards, G: int, lr: float, steps: int, n_seeds: int,
     - ``zero_signal`` (n_seeds, steps): True where every reward in the group was equal,
       so every advantage r_i - rbar and the whole update were zero.
     """
-    z0, r, G, lr, steps, seed = _loop_inputs(logits, rewards, G, lr, steps, seed)
-    n_seeds = integer_at_least(n_seeds, "n_seeds", 1)
-
+    z0, r = logits, rewards
     rng = np.random.default_rng(seed)
     trajectory = np.empty((n_seeds, steps + 1, z0.size))
     trajectory[:, 0] = z0
@@ -120,6 +107,11 @@ def on_policy_loop(logits, rewards, G: int, lr: float, steps: int, seed: int = 0
     return {key: value[0] for key, value in runs.items()}
 
 
+#: The runs of chapter 6's "a single run proves nothing" study: ``seed_study(n, seed=..., **SEED_RUN)``.
+SEED_RUN = {"G": 4, "lr": 1.0, "steps": 10}
+
+
+@checked(n_seeds=at_least(2))
 def seed_study(n_seeds: int, G: int = 4, lr: float = 1.0, steps: int = 20, seed: int = 0,
                logits=LOGITS, rewards=REWARDS) -> dict:
     """The final pi(correct) of ``n_seeds`` identical runs that differ only in their luck (chapter 6).
@@ -128,13 +120,21 @@ def seed_study(n_seeds: int, G: int = 4, lr: float = 1.0, steps: int = 20, seed:
     (ddof = 1: the noise floor, how much one run wobbles) and the ``standard_error`` of the mean,
     std / sqrt(n_seeds). A spread needs two runs, so n_seeds >= 2.
     """
-    n_seeds = integer_at_least(n_seeds, "n_seeds", 2)
     finals = on_policy_runs(logits, rewards, G, lr, steps, n_seeds, seed)["pi_correct"][:, -1]
     std = float(finals.std(ddof=1))
     return {"finals": finals, "mean": float(finals.mean()), "std": std,
             "standard_error": std / math.sqrt(n_seeds)}
 
 
+def _quantile_band(band, name: str) -> tuple[float, float]:
+    """Rule: two quantiles 0 <= low < high <= 1."""
+    low, high = (finite_real(q, name) for q in band)
+    if not 0.0 <= low < high <= 1.0:
+        raise ValueError(f"{name} must be two quantiles 0 <= low < high <= 1, got {band!r}")
+    return low, high
+
+
+@checked(band=_quantile_band)
 def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 100, seed: int = 0,
                         logits=LOGITS, rewards=REWARDS, band: tuple[float, float] = (0.1, 0.9)) -> dict:
     """Learning curves of pi(correct) over ``n_seeds`` runs, summarised per step (chapter 9).
@@ -143,17 +143,15 @@ def learning_curve_band(G: int, lr: float, steps: int = 30, n_seeds: int = 100, 
     across runs, 10% and 90% by default), ``zero_signal_fraction`` (per step: the share of runs
     whose group carried no signal) and ``curves`` (n_seeds, steps + 1), every run's pi(correct).
     """
-    low_q, high_q = (finite_real(q, "band") for q in band)
-    if not 0.0 <= low_q < high_q <= 1.0:
-        raise ValueError(f"band must be two quantiles 0 <= low < high <= 1, got {band!r}")
     runs = on_policy_runs(logits, rewards, G, lr, steps, n_seeds, seed)
     curves = runs["pi_correct"]
-    low, median, high = np.quantile(curves, [low_q, 0.5, high_q], axis=0)
+    low, median, high = np.quantile(curves, [band[0], 0.5, band[1]], axis=0)
     return {"step": np.arange(curves.shape[1]), "mean": curves.mean(axis=0), "median": median,
             "low": low, "high": high, "zero_signal_fraction": runs["zero_signal"].mean(axis=0),
             "curves": curves}
 
 
+@checked(n_repeats=at_least(2), seed=at_least(0))
 def repeated_band(G: int, lr: float, steps: int = 10, n_repeats: int = 30, n_seeds: int = 100,
                   seed: int = 0, logits=LOGITS, rewards=REWARDS,
                   band: tuple[float, float] = (0.1, 0.9)) -> dict:
@@ -167,8 +165,6 @@ def repeated_band(G: int, lr: float, steps: int = 10, n_repeats: int = 30, n_see
     own (chapter 9 gives its k-th setting ``seed = 100 k``): with the same ``seed`` two settings
     share their random draws, and their summaries are correlated rather than independent.
     """
-    n_repeats = integer_at_least(n_repeats, "n_repeats", 2)
-    seed = integer_at_least(seed, "seed", 0)
     figures = [learning_curve_band(G, lr, steps, n_seeds, seed + k, logits, rewards, band)
                for k in range(n_repeats)]
     out = {key: np.array([f[key] for f in figures]) for key in ("median", "low", "high")}
@@ -176,6 +172,15 @@ def repeated_band(G: int, lr: float, steps: int = 10, n_repeats: int = 30, n_see
     return out
 
 
+def _rates(lr, name: str) -> np.ndarray:
+    """Rule: a learning rate, or a 1-D array of them."""
+    rates = as_float_array(lr, name, ndim_min=0)
+    if rates.ndim > 1:
+        raise ValueError(f"{name} must be a number or a 1-D array of numbers, got shape {rates.shape}")
+    return rates
+
+
+@checked(index_into("target"), lr=_rates, logits=logits_vector)
 def rl_and_sft_steps(lr, logits=LOGITS, rewards=REWARDS, target: int = CORRECT) -> dict:
     """One exact RL step beside one SFT step at the same learning rate (chapter 7).
 
@@ -185,13 +190,6 @@ def rl_and_sft_steps(lr, logits=LOGITS, rewards=REWARDS, target: int = CORRECT) 
     ``pi_before``. On the toy at lr = 1, pi(5) goes 0.2 -> 0.2366 (RL) and 0.2 -> 0.4207 (SFT);
     RL needs lr = 5 to match.
     """
-    z = logits_array(logits)
-    if z.ndim != 1:
-        raise ValueError(f"logits must be a 1-D vector, got shape {z.shape}")
-    target = index_in_range(target, "target", z.size)
-    rates = as_float_array(lr, "lr", ndim_min=0)
-    if rates.ndim > 1:
-        raise ValueError(f"lr must be a number or a 1-D array of numbers, got shape {rates.shape}")
-    rates = rates[..., None]
+    z, rates = logits, lr[..., None]
     return {"pi_before": softmax(z), "pi_rl": softmax(z + rates * policy_gradient(z, rewards)),
             "pi_sft": softmax(z - rates * sft_gradient(z, target))}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import integer_at_least
+from ._checks import at_least, checked, integer_in_range
 from .verifier import EOS_MARKER, addition_reward
 
 #: The text marker a padding token decodes to (so decode(encode(s)) == s for every valid text).
@@ -26,6 +26,53 @@ OPERAND_WIDTH = 2
 PROMPT_LEN = 2 * OPERAND_WIDTH + 2
 #: Longest completion the verifier can accept: three digits (99 + 99 = 198) and EOS.
 MAX_COMPLETION_LEN = len(str(2 * MAX_OPERAND)) + 1
+#: The tokenizer's vocabulary, in id order: the ten digits, '+', '=', then EOS and PAD.
+VOCAB = tuple("0123456789+=") + (EOS_MARKER, PAD_MARKER)
+#: Rule: an operand, an integer in [0, MAX_OPERAND].
+_OPERAND = integer_in_range(0, MAX_OPERAND)
+
+
+def _text(text, name: str) -> str:
+    """Rule: a string."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a string, got {type(text).__name__}")
+    return text
+
+
+def _sequence(ids, name: str) -> np.ndarray:
+    """Rule: a 1-D sequence (of token ids)."""
+    if np.ndim(ids) != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of integers, got shape {np.shape(ids)}")
+    return np.asarray(ids)
+
+
+def _token_batch(ids, name: str) -> np.ndarray:
+    """Rule: a 2-D batch (N, T) of token ids in [0, len(VOCAB) - 1]."""
+    arr = np.asarray(ids)
+    if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{name} must be a 1-D sequence (or a 2-D batch) of integers, got shape {arr.shape} "
+                         f"dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= len(VOCAB)):
+        raise ValueError(f"{name} must be token ids in [0, {len(VOCAB) - 1}], got {arr.tolist()}")
+    return arr
+
+
+def _operand_pairs(pairs, name: str) -> np.ndarray:
+    """Rule: operand pairs, an integer array shaped (N, 2) with entries in [0, MAX_OPERAND]."""
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{name} must be an integer array shaped (N, 2), got shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() > MAX_OPERAND):
+        raise ValueError(f"{name} must hold operands in [0, {MAX_OPERAND}]")
+    return arr
+
+
+def _one_completion_per_pair(args):
+    """Relation: ``completion_ids`` are integer token ids (N, T), one row per pair."""
+    ids, n = np.asarray(args["completion_ids"]), len(args["pairs"])
+    if ids.ndim != 2 or ids.shape[0] != n or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise ValueError(f"completion_ids must be integer token ids shaped (N, T) with N = {n} rows, got shape "
+                         f"{ids.shape}")
 
 
 class CharTokenizer:
@@ -36,7 +83,7 @@ class CharTokenizer:
     """
 
     def __init__(self):
-        self.vocab: tuple[str, ...] = tuple("0123456789+=") + (EOS_MARKER, PAD_MARKER)
+        self.vocab: tuple[str, ...] = VOCAB
         self.eos_id = self.vocab.index(EOS_MARKER)
         self.pad_id = self.vocab.index(PAD_MARKER)
         self._ids = {tok: i for i, tok in enumerate(self.vocab)}
@@ -44,10 +91,9 @@ class CharTokenizer:
     def __len__(self) -> int:
         return len(self.vocab)
 
+    @checked(text=_text)
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``; ``ValueError`` on a character outside the vocabulary."""
-        if not isinstance(text, str):
-            raise ValueError(f"text must be a string, got {type(text).__name__}")
         ids, i = [], 0
         while i < len(text):
             for marker in (EOS_MARKER, PAD_MARKER):
@@ -63,38 +109,26 @@ class CharTokenizer:
                 i += 1
         return ids
 
+    @checked(ids=_sequence)
     def decode(self, ids) -> str:
         """The text of a sequence of token ids (EOS becomes ``EOS_MARKER``, PAD ``PAD_MARKER``)."""
-        if np.ndim(ids) != 1:
-            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {np.shape(ids)}")
-        return self.decode_batch(np.asarray(ids)[None, :])[0]
+        return self.decode_batch(ids[None, :])[0]
 
+    @checked(ids=_token_batch)
     def decode_batch(self, ids) -> list[str]:
         """``decode`` of every row of a (N, T) array of token ids."""
-        ids = np.asarray(ids)
-        if ids.ndim != 2 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-            raise ValueError(f"ids must be a 1-D sequence (or a 2-D batch) of integers, got shape {ids.shape} "
-                             f"dtype {ids.dtype}")
-        if ids.size and (ids.min() < 0 or ids.max() >= len(self.vocab)):
-            raise ValueError(f"ids must be token ids in [0, {len(self.vocab) - 1}], got {ids.tolist()}")
         vocab = self.vocab
         return ["".join([vocab[i] for i in row]) for row in ids.tolist()]
 
 
+@checked(a=_OPERAND, b=_OPERAND)
 def addition_prompt(a: int, b: int) -> str:
     """The fixed-width prompt for a + b: ``addition_prompt(7, 45) == "07+45="``."""
-    return _format_prompt(_operand(a, "a"), _operand(b, "b"))
+    return _format_prompt(a, b)
 
 
 def _format_prompt(a: int, b: int) -> str:
     return f"{a:0{OPERAND_WIDTH}d}+{b:0{OPERAND_WIDTH}d}="
-
-
-def _operand(x, name: str) -> int:
-    x = integer_at_least(x, name, 0)
-    if x > MAX_OPERAND:
-        raise ValueError(f"{name} must be an integer in [0, {MAX_OPERAND}], got {x!r}")
-    return x
 
 
 class AdditionTask:
@@ -112,50 +146,37 @@ class AdditionTask:
     verifier's 0/1 score of each sampled completion.
     """
 
+    @checked(seed=at_least(0), n_eval=integer_in_range(1, (MAX_OPERAND + 1) ** 2 // 2))   # at most half the pairs
     def __init__(self, seed: int = 0, n_eval: int = 500):
-        self.seed = integer_at_least(seed, "seed", 0)
-        most = (MAX_OPERAND + 1) ** 2 // 2
-        self.n_eval = integer_at_least(n_eval, "n_eval", 1)
-        if self.n_eval > most:
-            raise ValueError(f"n_eval must be an integer in [1, {most}] (at most half the pairs), got {n_eval!r}")
+        self.seed, self.n_eval = seed, n_eval
         self.tokenizer = CharTokenizer()
         rng = np.random.default_rng(self.seed)
         self.eval_pairs, self.train_pairs = _split_by_unordered_pair(self.n_eval, rng)
         self.eval_prompt_ids = self.prompt_ids(self.eval_pairs)
         self.train_prompt_ids = self.prompt_ids(self.train_pairs)
 
+    @checked(pairs=_operand_pairs)
     def prompts(self, pairs) -> list[str]:
         """The prompt strings of ``pairs``."""
-        return [_format_prompt(a, b) for a, b in self._pairs(pairs).tolist()]
+        return [_format_prompt(a, b) for a, b in pairs.tolist()]
 
     def prompt_ids(self, pairs) -> np.ndarray:
         """Token ids of the prompts, shaped (N, PROMPT_LEN)."""
         return np.array([self.tokenizer.encode(p) for p in self.prompts(pairs)], dtype=np.int64)
 
+    @checked(pairs=_operand_pairs)
     def target_ids(self, pairs) -> np.ndarray:
         """Token ids of the correct completions (digits of a + b, EOS, PAD...), shaped (N, MAX_COMPLETION_LEN)."""
         tok = self.tokenizer
-        rows = [tok.encode(str(a + b) + EOS_MARKER) for a, b in self._pairs(pairs).tolist()]
+        rows = [tok.encode(str(a + b) + EOS_MARKER) for a, b in pairs.tolist()]
         return np.array([r + [tok.pad_id] * (MAX_COMPLETION_LEN - len(r)) for r in rows], dtype=np.int64)
 
+    @checked(_one_completion_per_pair, pairs=_operand_pairs)
     def rewards(self, pairs, completion_ids) -> np.ndarray:
         """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 15)."""
         prompts = self.prompts(pairs)
-        ids = np.asarray(completion_ids)
-        if ids.ndim != 2 or ids.shape[0] != len(prompts) or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-            raise ValueError(f"completion_ids must be integer token ids shaped (N, T) with N = {len(prompts)} "
-                             f"rows, got shape {ids.shape}")
-        texts = self.tokenizer.decode_batch(ids)
+        texts = self.tokenizer.decode_batch(completion_ids)
         return np.array([addition_reward(p, c) for p, c in zip(prompts, texts)], dtype=np.float64)
-
-    @staticmethod
-    def _pairs(pairs) -> np.ndarray:
-        arr = np.asarray(pairs)
-        if arr.ndim != 2 or arr.shape[1] != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise ValueError(f"pairs must be an integer array shaped (N, 2), got shape {arr.shape}")
-        if arr.size and (arr.min() < 0 or arr.max() > MAX_OPERAND):
-            raise ValueError(f"pairs must hold operands in [0, {MAX_OPERAND}]")
-        return arr
 
 
 def _split_by_unordered_pair(n_eval: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ import numpy as np
 from ..distributions import cross_entropy, decode_probs, entropy, kl_divergence, sequence_probability, softmax
 from ..gradients import sft_gradient
 from ..toy import CORRECT, LOGITS
-from ..two_strings import two_spellings
+from ..two_step import two_spellings
 from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 _PI = softmax(LOGITS)

@@ -13,15 +13,13 @@ from matplotlib.ticker import MaxNLocator
 from ..estimators import (estimator_variance, gradient_by_enumeration, gradient_by_finite_differences,
                           gradient_samples, jhat_study, variance_curve)
 from ..gradients import policy_gradient
-from ..onpolicy import learning_curve_band, rl_and_sft_steps, seed_study
+from ..onpolicy import SEED_RUN, learning_curve_band, rl_and_sft_steps, seed_study
 from ..statistics import t_quantile
 from ..toy import CORRECT, LOGITS, REWARDS, VOCAB
 from .charts import Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
-#: Defaults of the "a single run proves nothing" study of chapter 6 (G, lr, steps of each run).
-SEED_RUN = {"G": 4, "lr": 1.0, "steps": 10}
 #: Runs used to measure the reference spread sigma of one run in chapter 6 (the chapter's own 4096
 #: runs: ``reference_spread(1)`` is the sigma = 0.0951 its text uses).
 REFERENCE_RUNS = 4096

@@ -1,4 +1,4 @@
-"""The "5" vs "05" toy: the two-step policy under SFT and RL (rl4llm.two_strings)."""
+"""The "5" vs "05" toy: the two-step policy under SFT and RL (rl4llm.two_step)."""
 import itertools
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 
 from rl4llm import CORRECT, LOGITS, PROMPT, VOCAB, addition_reward, softmax
 from rl4llm import toy
-from rl4llm.two_strings import (ANSWERS, CHOICES, answer_probabilities, answer_rewards, continuation_values,
-                                expected_verifier_reward, first_token_rewards, string_probabilities,
-                                training_curves, two_spellings, two_step_policy, two_step_policy_gradient,
-                                two_step_sft_gradient, two_step_sft_loss)
+from rl4llm.two_step import (ANSWERS, CHOICES, answer_probabilities, answer_rewards, continuation_values,
+                             expected_verifier_reward, first_token_rewards, string_probabilities,
+                             training_curves, two_spellings, two_step_policy, two_step_policy_gradient,
+                             two_step_sft_gradient, two_step_sft_loss)
 from numerics import finite_difference
 
 SLIDER_LRS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 5.0)   # chapter 5's learning-rate slider: 0.1 .. 5
