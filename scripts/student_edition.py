@@ -33,6 +33,7 @@ import yaml
 from sync_repository_url import CELL_ID, install_cell
 
 from rl4llm.coursework import exercises, student_notebook, write_notebook
+from rl4llm.exercises import FUNCTIONS, label_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +70,7 @@ def write_edition(out: Path, repository: str | None = None, branch: str = "main"
         shutil.rmtree(out)
     (out / "book").mkdir(parents=True)
     chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-    functions = {e.check_id for path in chapters for e in exercises(path) if e.kind == "coding"}
+    functions = {FUNCTIONS[label_of(e.check_id)] for path in chapters for e in exercises(path) if e.kind == "coding"}
     written = []
     for path in chapters:
         target = out / "book" / path.name

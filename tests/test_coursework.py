@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rl4llm.exercises import EXERCISES, SPECS, FunctionExercise, NumericExercise, answer_key
+from rl4llm.exercises import EXERCISES, SPECS, FunctionExercise, NumericExercise, answer_key, label_of
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
@@ -78,8 +78,8 @@ def test_each_coding_exercise_has_a_starter_and_a_passing_check(path):
 
 
 def test_every_checked_exercise_is_in_the_book_once():
-    """Each id of rl4llm.exercises is used by exactly one chapter: by-hand ids in an answer box, function
-    ids in a check cell of the chapter that EXERCISES names."""
+    """Each exercise of rl4llm.exercises is used by exactly one chapter, the one EXERCISES names: a by-hand
+    exercise's label in an answer box, a coding exercise's label or function id in a check cell."""
     used = {}
     for path in CHAPTERS:
         for box in BOX.findall(_markdown(path)):
@@ -88,7 +88,8 @@ def test_every_checked_exercise_is_in_the_book_once():
             call = CHECK_CALL.search("".join(cell["source"]))
             used.setdefault(call.group(1), []).append(_chapter(path))
     assert {k: v for k, v in used.items() if len(v) != 1} == {}
-    assert {k: v[0] for k, v in used.items()} == EXERCISES
+    assert len({label_of(k) for k in used}) == len(used)
+    assert {label_of(k): v[0] for k, v in used.items()} == {k: spec.chapter for k, spec in SPECS.items()}
     assert set(answer_key()) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
 
 

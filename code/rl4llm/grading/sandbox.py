@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exercises import SPECS, Verdict
+from ..exercises import FUNCTIONS, SPECS, Verdict, label_of
 from ..exercises._core import NOT_YET, FunctionExercise
 from .runner import encode
 
@@ -56,8 +56,10 @@ def _constants() -> dict:
 
 def allowed_helpers(exercise_id: str) -> list[str]:
     """The building blocks the exercise's code may import from ``rl4llm``: the spec's helpers, less
-    the function being checked (``softmax`` may not be imported to write ``softmax``)."""
-    return [h for h in SPECS[exercise_id].helpers if h.split(".")[-1] != exercise_id]
+    the function being checked (``softmax`` may not be imported to write ``softmax``), whether the
+    exercise is named by its label or by its function id."""
+    function = FUNCTIONS[label_of(exercise_id)]
+    return [h for h in SPECS[exercise_id].helpers if h.split(".")[-1] != function]
 
 
 def _write_job(folder: Path, exercise_id: str, source: str, function: str) -> list:
