@@ -1,4 +1,4 @@
-"""The chapters that run torch pass strict nbval on another CPU: chapter 15 (training) and 15 (TRL).
+"""The chapters that run torch pass strict nbval on another CPU: chapter 15 (training) and 16 (TRL).
 
 The main test run checks every notebook with the kernels of this machine's CPU. This test runs the
 two torch chapters again in a fresh pytest process with torch forced onto the kernels of another
