@@ -1,11 +1,14 @@
-"""Write the nbgrader course's source assignments from the chapters' coding exercises.
+"""Write the nbgrader course's source assignments from the chapters' coding and by-hand exercises.
 
     python scripts/make_course.py
 
-writes course/source/part1/part1.ipynb ... part5/part5.ipynb (Part I: chapters 1-5, II: 6-9,
-III: 10-13, IV: 14-15, V and the summary: 16-19). Run it after changing a chapter's coding exercises; tests/test_grading.py
-fails while the course and the chapters disagree. The instructor guide (book/instructor_guide.ipynb)
-gives the nbgrader commands that release, collect and autograde them.
+writes course/source/part1/part1.ipynb ... part5/part5.ipynb (the chapters of each part are
+``rl4llm.coursework.PARTS``). Each coding exercise is its starter (the reference between nbgrader's
+markers) and a test cell; each by-hand exercise is a cell that sets ``answer_<chapter>_<n>`` (the
+library's answer between the markers, so that the release holds only the stub) and a test cell. Run it
+after changing a chapter's exercises; tests/test_grading.py fails while the course and the chapters
+disagree. The instructor guide (book/instructor_guide.ipynb) gives the nbgrader commands that
+release, collect and autograde them.
 """
 from __future__ import annotations
 

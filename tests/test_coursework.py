@@ -126,4 +126,4 @@ def test_every_experiment_is_worth_its_rubric():
     from rl4llm.syllabus import RUBRICS, kind, points, total
 
     experiments = [e for path in CHAPTERS for e in exercises(path) if kind(e) == "experiment"]
-    assert len(experiments) == 28 and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}
+    assert len(experiments) >= len(CHAPTERS) and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}

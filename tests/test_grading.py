@@ -1,164 +1,100 @@
-"""Grading a class: the nbgrader course matches the chapters; nbgrader's generate_assignment and
-autograde, followed by the out-of-process re-grade (``python -m rl4llm.grading autograde``), score a
-correct, a partly wrong, an untouched and an adversarial submission as they should; the pytest route
-(course/test_submissions.py) gives the same verdicts without nbgrader, one test per exercise."""
+"""Grading a class: the nbgrader course matches the chapters; its release holds no solution and no
+by-hand answer; the pytest route (course/test_submissions.py) grades a folder of submissions without
+nbgrader, one test per exercise; the sandbox grades each way a coding or a by-hand cell can go. The
+round trip through nbgrader, one part a file, is in tests/test_grading_part*.py (tests/grading_course.py)."""
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from grading_course import (ADVERSARIAL, ADVERSARIAL_BY_HAND, HANG, MARKERS, adversarial, answers,  # noqa: F401
+                            generated_course, graded_cells, solution_cells, submission)
+
+from rl4llm.coursework import BEGIN, PARTS, answer_name
+from rl4llm.exercises import SPECS, NumericExercise
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_course import assignments  # noqa: E402
-
-from rl4llm.syllabus import POINTS  # noqa: E402
-from rl4llm.coursework import BEGIN, END, PARTS  # noqa: E402
-
-#: Seconds an exercise may run in these tests (a hanging one costs this, once).
-HANG = 10
-MARKERS = re.compile(rf"^[ \t]*({re.escape(BEGIN)}|{re.escape(END)})\n", re.M)
-
-
-def _solution_cells(nb):
-    return [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
-
-
-def _graded(nb):
-    return [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
 
 
 def test_the_course_is_written_from_the_chapters():
     for part, nb in assignments().items():
         stored = json.loads((ROOT / "course" / "source" / part / f"{part}.ipynb").read_text())
         assert stored == nb, f"course/source/{part} is stale: run python scripts/make_course.py"
-        assert len(_graded(nb)) >= len(PARTS[part][1]), f"{part}: fewer graded exercises than chapters"
+        assert len(graded_cells(nb)) >= len(PARTS[part][1]), f"{part}: fewer graded exercises than chapters"
 
 
-def _submission(release: dict, source: dict, wrong: int | None = None, blank: bool = False) -> dict:
-    """The released notebook with its solution cells filled from the source (markers removed); the
-    ``wrong``-th function made to return its negative; nothing filled when ``blank``."""
-    nb = json.loads(json.dumps(release))
-    for k, (cell, answer) in enumerate(zip(_solution_cells(nb), _solution_cells(source))):
-        if blank:
-            continue
-        code = MARKERS.sub("", "".join(answer["source"]))
-        if k == wrong:
-            name = re.search(r"^def (\w+)\(", code, re.M).group(1)
-            code += (f"\n\n\n_reference = {name}\n\n\ndef {name}(*args, **kwargs):\n"
-                     f"    return -_reference(*args, **kwargs)\n")
-        cell["source"] = code
-    return nb
+def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
+    """Each by-hand exercise of the book is in the part of its chapter: a solution cell that sets its
+    answer's name, then a graded test cell worth the syllabus's points."""
+    from rl4llm.syllabus import POINTS
+
+    found = {}
+    for part, nb in assignments().items():
+        for cell in graded_cells(nb):
+            call = "".join(cell["source"]).rsplit("assert_correct(", 1)[1]
+            label = json.loads(call.split(",")[0])
+            if isinstance(SPECS.get(label), NumericExercise):
+                found[label] = part
+                assert cell["metadata"]["nbgrader"]["points"] == POINTS["by hand"]
+    assert set(found) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
+    assert all(SPECS[label].chapter in PARTS[part][1] for label, part in found.items()), found
 
 
-#: Part I's five exercises as a student who tries to game the grader writes them: (how, the cell).
-ADVERSARIAL = {
-    "patches the grader": "import rl4llm.exercises as x\nx.assert_correct = lambda *a, **k: print(\"Correct:\")\n\n"
-                          "def my_softmax(logits, temperature=1.0):\n    return 0\n",
-    "calls the library": "import rl4llm\n\nmy_decode_probs = rl4llm.decode_probs\n",
-    "hangs": "def my_sequence_probability(step_probs):\n    while True:\n        pass\n",
-    "floods output": None,           # the reference solution, printing 800k lines
-    "mutates its inputs": "import numpy as np\n\n\ndef my_kl_divergence(p, q):\n    p = np.asarray(p)\n"
-                          "    np.clip(p, 1e-300, None, out=p)\n    return 0.0\n",
-}
+def _by_hand_lines(source: dict) -> list[str]:
+    """The lines between nbgrader's markers in a source assignment's by-hand cells (each sets an answer)."""
+    lines = []
+    for cell in solution_cells(source):
+        text = "".join(cell["source"])
+        if text.startswith("# Exercise") and BEGIN in text:
+            lines += [line for line in text.split(BEGIN)[1].split("\n")[1:-2] if line.strip()]
+    return lines
 
 
-def _adversarial(release: dict, source: dict) -> dict:
-    """Part I's release with the cells of ADVERSARIAL, in order (the flood is a correct function)."""
-    nb = json.loads(json.dumps(release))
-    for cell, answer, code in zip(_solution_cells(nb), _solution_cells(source), ADVERSARIAL.values()):
-        cell["source"] = code or MARKERS.sub("", "".join(answer["source"])) + \
-            "\nfor _ in range(800_000):\n    print(\"flood\")\n"
-    return nb
-
-
-@pytest.fixture(scope="module")
-def graded_course(tmp_path_factory):
-    """Every part generated with nbgrader, three submissions each, autograded; the gradebook's scores."""
-    from nbgrader.api import Gradebook
-
-    course = tmp_path_factory.mktemp("course")
-    shutil.copytree(ROOT / "course", course, dirs_exist_ok=True)
-    students = {"alice": {}, "bob": {"wrong": 0}, "carol": {"blank": True}}
-    seconds = {}
+def test_the_release_holds_no_solution_and_no_by_hand_answer(generated_course):
+    """nbgrader's release of every part: each solution cell is its stub, no marker is left, and no
+    by-hand answer is there: neither the source's answer line nor check()'s message for it, nor the
+    answer's full value where it has too many digits to be one of the text's numbers."""
     for part in PARTS:
-        subprocess.run(["nbgrader", "generate_assignment", part, "--force"], cwd=course, check=True,
-                       capture_output=True)
-        release = json.loads((course / "release" / part / f"{part}.ipynb").read_text())
-        source = json.loads((course / "source" / part / f"{part}.ipynb").read_text())
-        assert "raise NotImplementedError()" in "".join("".join(c["source"]) for c in _solution_cells(release))
-        assert BEGIN not in json.dumps(release)
-        for student, how in students.items():
-            path = course / "submitted" / student / part / f"{part}.ipynb"
-            path.parent.mkdir(parents=True)
-            path.write_text(json.dumps(_submission(release, source, **how)))
-        if part == "part1":
-            path = course / "submitted" / "dave" / part / f"{part}.ipynb"
-            path.parent.mkdir(parents=True)
-            path.write_text(json.dumps(_adversarial(release, source)))
-        hang = [f"--ExecutePreprocessor.timeout={HANG}"] if part == "part1" else []   # dave's loop: 10 s, not 60
-        result = subprocess.run(["nbgrader", "autograde", part, "--force", *hang], cwd=course, capture_output=True,
-                                text=True)
-        assert result.returncode == 0, result.stderr[-3000:]
-        start = time.perf_counter()
-        hang = ["--timeout", str(HANG)] if part == "part1" else []
-        result = subprocess.run([sys.executable, "-m", "rl4llm.grading", "autograde", str(course), part, *hang],
-                                capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr[-3000:]
-        seconds[part] = time.perf_counter() - start
-    print(f"out-of-process re-grade, seconds per part (all its submissions): {seconds}")
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        return {(part, student): (gradebook.find_submission(part, student).score,
-                                  gradebook.find_submission(part, student).max_score)
-                for part in PARTS for student in [*students, *(["dave"] if part == "part1" else [])]}, course
+        release, source, exercises = answers(generated_course, part)
+        text = json.dumps(release, ensure_ascii=False)
+        assert BEGIN not in text
+        assert all("raise NotImplementedError()" in "".join(c["source"]) for c in solution_cells(release))
+        lines = _by_hand_lines(source)
+        assert len(lines) == sum(e.by_hand for e in exercises.values()) > 0, part
+        values = [SPECS[e.check_id].value for e in exercises.values() if e.by_hand]
+        forms = lines + [f"is {v:.4g} (answers within" for v in values] + [repr(v) for v in values if len(repr(v)) > 8]
+        assert not [form for form in forms if form in text], part
 
 
-def test_nbgrader_scores_a_correct_a_wrong_and_a_blank_submission(graded_course):
-    scores, course = graded_course
-    for part in PARTS:
-        full = scores[(part, "alice")][1]
-        assert full >= len(PARTS[part][1])
-        assert scores[(part, "alice")][0] == full, part
-        assert scores[(part, "bob")][0] == full - POINTS["coding"], part            # one function returns its negative
-        assert scores[(part, "carol")][0] == 0, part                 # stubs only
-    assert scores[("part1", "dave")][0] == POINTS["coding"]                        # only the correct, chatty function counts
-    gamed = json.loads((course / "autograded" / "dave" / "part1" / "part1.ipynb").read_text())
-    said = [o["text"] for c in _graded(gamed) for o in c["outputs"]]
-    for text, expected in zip(said, ["uses the library's own function (rl4llm.exercises)",
-                                     "uses the library's own function (rl4llm.decode_probs)",
-                                     f"did not finish within {HANG} s", "Correct:", "modifies its inputs in place"]):
-        assert text.startswith("Graded out of process:") and expected in text, (expected, text)
-    feedback = json.loads((course / "autograded" / "bob" / "part2" / "part2.ipynb").read_text())
-    said = [o.get("text", "") for c in _graded(feedback) for o in c["outputs"]]
-    assert sum(text.startswith("Graded out of process: Not yet:") for text in said) == 1, said
-
-
-def test_the_pytest_route_grades_a_folder_of_submissions(graded_course, tmp_path):
-    """One test per exercise, named by its number; the adversarial submission loses exactly the four
+def test_the_pytest_route_grades_a_folder_of_submissions(generated_course, tmp_path):
+    """One test per exercise, named by its number; the adversarial submission loses exactly the
     exercises it games, each once, with the grader's message (not a printed "Correct:")."""
-    _, course = graded_course
-    for student, part in (("alice", "part2"), ("bob", "part2"), ("dave", "part1")):
-        (tmp_path / student).mkdir(exist_ok=True)
-        shutil.copy(course / "submitted" / student / part / f"{part}.ipynb", tmp_path / student / f"{part}.ipynb")
+    for student, part, nb in (("alice", "part2", submission(generated_course, "part2")),
+                              ("bob", "part2", submission(generated_course, "part2", wrong=True)),
+                              ("dave", "part1", adversarial(generated_course))):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / f"{part}.ipynb").write_text(json.dumps(nb))
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=",
                              str(ROOT / "course" / "test_submissions.py"), "--submissions", str(tmp_path),
                              "--timeout-per-exercise", str(HANG)], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "COLUMNS": "4000"})
     print(f"pytest route: {time.perf_counter() - start:.1f} s for three submissions")
-    n = len(_graded(assignments()["part2"]))
-    assert f"5 failed, {2 * n - 1 + 1} passed" in result.stdout, result.stdout[-3000:]
+    n, m = (len(answers(generated_course, part)[2]) for part in ("part2", "part1"))
+    lost = len(ADVERSARIAL) - 1 + len(ADVERSARIAL_BY_HAND) - 1           # dave keeps the chatty function and the comma
+    assert f"{2 + lost} failed, {2 * n - 2 + m - lost} passed" in result.stdout, result.stdout[-3000:]
     assert "PASSED course/test_submissions.py::test_exercise[alice/part2.ipynb::Exercise 6.5 (ch06-write-jhat-" \
            "distribution)]" in result.stdout, result.stdout[-3000:]
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
-    assert any("bob/part2.ipynb::Exercise 6.5" in line and "Not yet:" in line for line in failed), failed
+    assert sum("bob/part2.ipynb::Exercise " in line and "Not yet:" in line for line in failed) == 2, failed
     for number, says in (("1.4", "rl4llm.exercises"), ("2.5", "rl4llm.decode_probs"), ("3.4", "did not finish"),
-                         ("5.6", "modifies its inputs")):
+                         ("5.6", "modifies its inputs"), ("1.3", "uses the library (rl4llm.exercises)"),
+                         ("2.4", "enter one number")):
         assert sum(f"dave/part1.ipynb::Exercise {number} " in line and says in line for line in failed) == 1, failed
 
 
@@ -208,19 +144,53 @@ def test_the_sandbox_grades_each_way_a_submission_can_go(how, exercise, function
 
 
 def test_the_sandbox_lets_data_parallel_loss_call_grpo_loss():
-    """Exercise 15.6 may call grpo_loss (from rl4llm.grpo, as its starter does), and nothing else there."""
+    """Exercise 16.6 may call grpo_loss (from rl4llm.grpo, as its starter does), and nothing else there."""
     from rl4llm.grading.sandbox import grade
     nb = json.loads((ROOT / "course" / "source" / "part4" / "part4.ipynb").read_text())
-    cell = next(c for c in _solution_cells(nb) if c["metadata"]["nbgrader"]["grade_id"] == "ch16-write-data-parallel")
+    cell = next(c for c in solution_cells(nb) if c["metadata"]["nbgrader"]["grade_id"] == "ch16-write-data-parallel")
     source = MARKERS.sub("", "".join(cell["source"]))
     assert grade("data_parallel_loss", source, "my_data_parallel_loss", timeout=HANG * 3).correct
     cheat = "from rl4llm.data_parallel import data_parallel_loss as my_data_parallel_loss\n"
     assert "rl4llm.data_parallel" in grade("data_parallel_loss", cheat, "my_data_parallel_loss", timeout=HANG * 3).message
 
 
-def test_grade_refuses_what_is_not_a_coding_exercise():
+#: A by-hand cell as the release has it (the stub), and Exercise 7.1's answer's name and slips.
+STUB = "# Exercise 7.1: dJ/dz(15) under the lenient verifier.\n# YOUR CODE HERE\nraise NotImplementedError()\n"
+PARTIAL = SPECS["ex-ch07-partial-credit"]
+NAME = answer_name("7.1")
+
+
+@pytest.mark.parametrize("how, source, correct, says", [
+    ("right", f"{NAME} = {PARTIAL.value:.4f}\n", True, PARTIAL.correct_message),
+    ("right, as a fraction in text", f"{NAME} = \"1/40\"\n", True, PARTIAL.correct_message),
+    ("right, by numpy's arithmetic", f"import numpy as np\n\n{NAME} = np.float64(0.1) * (0.5 - 0.25)\n", True,
+     PARTIAL.correct_message),
+    ("a common wrong number", f"{NAME} = {PARTIAL.mistakes[0][0]!r}\n", False, f"Not yet: {PARTIAL.mistakes[0][1]}."),
+    ("another wrong number", f"{NAME} = 0.5\n", False, PARTIAL.wrong_message),
+    ("empty: the release's stub", STUB, False, "no answer yet: the cell still holds the stub"),
+    ("emptied", "", False, f"your cell does not set {NAME}"),
+    ("None", f"{NAME} = None\n", False, f"{NAME} is None"),
+    ("not numeric: words", f"{NAME} = \"a fortieth\"\n", False, "enter one number"),
+    ("not numeric: a list", f"{NAME} = [0.025]\n", False, f"{NAME} holds a list, not one number"),
+    ("not numeric: a bool", f"{NAME} = True\n", False, f"{NAME} holds a bool, not one number"),
+    ("reads the answer key", f"import rl4llm.exercises\n\n{NAME} = rl4llm.exercises.answer_key()"
+                             f"[\"ex-ch07-partial-credit\"][\"value\"]\n", False,
+     "uses the library (rl4llm.exercises)"),
+    ("imports a building block", f"from rl4llm import softmax\n\n{NAME} = 0.025\n", False, "uses the library"),
+    ("raises", f"{NAME} = 1 / 0\n", False, "your cell raised ZeroDivisionError on line 1"),
+    ("hangs", "while True:\n    pass\n", False, "did not finish within 3 s"),
+])
+def test_the_sandbox_grades_each_way_a_by_hand_answer_can_go(how, source, correct, says):
+    """A by-hand cell runs alone, with nothing of the library importable; the number (or text) it
+    leaves in its answer's name gets check()'s verdict, computed in the grader's process."""
+    from rl4llm.grading.sandbox import grade
+    result = grade("ex-ch07-partial-credit", source, NAME, timeout=3 if how == "hangs" else HANG)
+    assert result.correct is correct and says in result.message, (how, result.message)
+
+
+def test_grade_refuses_what_is_not_a_checked_exercise():
     from rl4llm.grading.sandbox import grade
     with pytest.raises(ValueError, match="exercise_id"):
-        grade("ex-ch07-partial-credit", SOFTMAX, "my_softmax")
+        grade("ex-ch07-sum-zero", SOFTMAX, "my_softmax")
     with pytest.raises(ValueError, match="function"):
         grade("softmax", SOFTMAX, "not a name")

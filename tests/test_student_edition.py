@@ -8,8 +8,6 @@ import importlib
 import inspect
 import json
 import re
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -26,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "_ext"))
 from answer_boxes import GRID, hashed_key  # noqa: E402
+from answer_boxes_js import NODE, node_verdicts  # noqa: E402
 
 from rl4llm.exercises._core import MALFORMED  # noqa: E402
 from student_edition import build, write_edition  # noqa: E402
@@ -176,8 +175,12 @@ def test_the_student_site_shows_no_reference_source_no_answer_and_no_launch_butt
 def test_the_student_sites_answer_boxes_hold_digests_not_numbers(site):
     """Each box's data-key: no answer and no common wrong value as a number (its numbers are the
     tolerance and the grid's step), and the messages of the answer and of each mistake encrypted (a
-    mistake's message may name the answer): only bands of digests, wrapped keys and ciphertexts."""
-    key, seen = answer_key(), set()
+    mistake's message may name the answer): only bands of digests, wrapped keys and ciphertexts. And
+    every box, its key as the page holds it, judged by the site's answer_boxes.js under node (no
+    browser): check()'s verdict on the answer, on each common mistake, on a far number and on text."""
+    from rl4llm.exercises import check
+
+    key, seen, cases = answer_key(), set(), []
     for page in sorted((site / "book").glob("[0-9][0-9]_*.html")):
         raw = page.read_text(encoding="utf-8")
         for exercise_id, data in re.findall(r'<form class="answer-box" data-exercise="([\w.-]+)" data-key="([^"]*)"',
@@ -192,20 +195,16 @@ def test_the_student_sites_answer_boxes_hold_digests_not_numbers(site):
                            for d, w in band.items()), box
             assert f"{entry['value']:.4g}" not in (box["wrong"] + box["malformed"]).replace(
                 f"±{entry['tolerance']:g}", ""), box
+            tries = [entry["value"], *(wrong for wrong, _ in entry["mistakes"]),
+                     entry["value"] + 1000 * entry["tolerance"]]
+            cases += [(exercise_id, box, text) for text in [f"{v:.6f}" for v in tries] + ["abc"]]
     assert seen == set(key)
+    if NODE is not None:
+        got = node_verdicts([[box, text] for _, box, text in cases], next(site.rglob("answer_boxes.js")))
+        assert [message for _, message in got] == [check(e, text) for e, _, text in cases]
 
 
-def _node_verdicts(cases: list) -> list:
-    """answer_boxes.js's verdict on each (key, text), run by node."""
-    script = ("const a = require(process.argv[1]); const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              "console.log(JSON.stringify(cases.map(([key, text]) => a.verdict(key, text))));")
-    result = subprocess.run([shutil.which("node"), "-e", script, str(ROOT / "_ext" / "answer_boxes_static" /
-                                                                    "answer_boxes.js")],
-                            input=json.dumps(cases), capture_output=True, text=True, check=True)
-    return json.loads(result.stdout)
-
-
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run answer_boxes.js")
+@pytest.mark.skipif(NODE is None, reason="needs node to run answer_boxes.js")
 def test_a_hashed_box_gives_the_verdicts_of_the_clear_one_within_a_twentieth_of_the_tolerance():
     """The student site's box (digests) against the book's (the answer in clear), on the answer, on
     numbers 0.94 and 1.06 tolerances away (the band is exact to a twentieth of the tolerance), on each common mistake, on "−" with a decimal comma and on
@@ -222,18 +221,18 @@ def test_a_hashed_box_gives_the_verdicts_of_the_clear_one_within_a_twentieth_of_
         assert len(key["accept"][0]) in (2 * GRID, 2 * GRID + 1) and key["step"] == tol / GRID
         clear += [[entry, text] for text in tries]
         hashed += [[key, text] for text in tries]
-    expected, got = _node_verdicts(clear), _node_verdicts(hashed)
+    expected, got = node_verdicts(clear), node_verdicts(hashed)
     assert [kind for kind, _ in got] == [kind for kind, _ in expected]
     assert {kind for kind, _ in got} == {"correct", "mistake", "wrong", "malformed"}
     for (kind, message), (_, mine), (_, text) in zip(expected, got, hashed):
         assert mine == (MALFORMED if kind == "malformed" else message), (text, mine, message)
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run answer_boxes.js")
+@pytest.mark.skipif(NODE is None, reason="needs node to run answer_boxes.js")
 def test_a_box_reads_a_unicode_minus_and_a_decimal_comma():
     entry = answer_key()["ex-ch09-group-step"]                       # the answer is -0.125
     texts = ["-0.125", "−0.125", "−0,125", " -1/8 ", "−1/8", "-0,125", "-0.125,0", "- 0.125"]
-    kinds = [kind for kind, _ in _node_verdicts([[entry, t] for t in texts])]
+    kinds = [kind for kind, _ in node_verdicts([[entry, t] for t in texts])]
     assert kinds == ["correct"] * 6 + ["malformed"] * 2, dict(zip(texts, kinds))
 
 

@@ -33,7 +33,7 @@ _CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
 #: The chapters' note that the starter holds the solution, which a handed-out assignment must not say.
 _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
 
-#: The four graded assignments: the chapters each one draws its coding exercises from.
+#: The five graded assignments: the chapters each one draws its coding and by-hand exercises from.
 PARTS: dict[str, tuple[str, range]] = {
     "part1": ("Part I: from softmax to SFT", range(1, 6)),
     "part2": ("Part II: the RL core", range(6, 10)),
@@ -211,36 +211,65 @@ def _cell(kind: str, source: str, metadata: dict) -> dict:
     return cell
 
 
+def answer_name(number: str) -> str:
+    """The name a by-hand answer is written to in an nbgrader assignment: ``answer_7_1`` for Exercise 7.1."""
+    return "answer_" + number.replace(".", "_")
+
+
+def _answer_cell(e: Exercise) -> str:
+    """A by-hand exercise's solution cell: the library's answer between nbgrader's markers (the source
+    assignment is the instructor's; the release holds nbgrader's stub in their place)."""
+    from .exercises import SPECS
+    if e.label not in SPECS:
+        raise ValueError(f"by-hand exercise {e.label} has no check in rl4llm.exercises")
+    spec, name = SPECS[e.label], answer_name(e.number)
+    return (f"# Exercise {e.number}: {spec.quantity}.\n"
+            f"# Replace the two lines below by {name} = your number (or a fraction as text: {name} = \"1/4\").\n"
+            f"{BEGIN}\n{name} = {float(f'{spec.value:.10g}')!r}\n{END}\n")
+
+
 def source_assignment(part: str, chapters: list[Path]) -> dict:
-    """nbgrader's source notebook for one part: its chapters' coding exercises, each a solution cell
-    (the starter with the reference body between nbgrader's markers) and a locked, graded test cell
-    that fails with ``rl4llm.exercises``'s verdict."""
+    """nbgrader's source notebook for one part: its chapters' coding and by-hand exercises, in the
+    book's order. Each is a solution cell (a coding exercise's starter with the reference body between
+    nbgrader's markers; a by-hand exercise's answer, :func:`answer_name` ``= value``, between them) and
+    a locked, graded test cell that fails with ``rl4llm.exercises``'s verdict."""
     from .syllabus import POINTS            # the syllabus builds on this module's Exercise
     title, numbers = PARTS[part]
-    coding = [e for path in chapters if chapter_number(path) in numbers
-              for e in exercises(path) if e.kind == "coding"]
-    intro = (f"# {title}: coding exercises\n\n"
-             "Each exercise asks for one function of the library, written from its formula, with the library "
-             "function's signature. Write it in the cell under the exercise (replace the stub), then run the "
-             "test cell under it: it runs your function beside the library's on the book's toy and on random "
+    chosen = [e for path in chapters if chapter_number(path) in numbers
+              for e in exercises(path) if e.kind in ("coding", "by hand")]
+    listed = {kind: ", ".join(e.number for e in chosen if e.kind == kind) for kind in ("coding", "by hand")}
+    intro = (f"# {title}: coding and by-hand exercises\n\n"
+             "A **coding** exercise asks for one function of the library, written from its formula, with the "
+             "library function's signature. Write it in the cell under the exercise (replace the stub), then run "
+             "the test cell under it: it runs your function beside the library's on the book's toy and on random "
              "cases, and says in words what is wrong (the same message as the chapter's check cell). Every "
-             f"test cell is worth {POINTS['coding']} points.\n\n"
+             f"coding test cell is worth {POINTS['coding']} points.\n\n"
+             "A **by-hand** exercise asks for one number, worked out on paper from the chapter's formulas. Replace "
+             "the stub in the cell under it by the line the cell names, such as `answer_7_1 = 0.25` (a decimal, "
+             "scientific notation, or a fraction as text: `answer_7_1 = \"1/4\"`), then run the test cell: it "
+             "says whether your number is within the exercise's tolerance, or which common slip it matches (the "
+             f"message of the book's answer box). Every by-hand test cell is worth {POINTS['by hand']} point"
+             f"{'' if POINTS['by hand'] == 1 else 's'}.\n\n"
              "For the grade, each exercise's cell runs again on its own, in a fresh Python, for at most a "
-             "minute: keep everything the function needs (its imports, any helper) in that cell. The library's "
-             "own functions are not available there, except `softmax`, `log_softmax` and the toy's constants "
-             "(and `grpo_loss` where an exercise says you may call it).\n\n"
-             f"The exercises are {', '.join(e.number for e in coding)}, as numbered in the book.")
+             "minute: keep everything a function needs (its imports, any helper) in its cell. The library's "
+             "own functions are not available there, except, to a coding exercise, `softmax`, `log_softmax` and "
+             "the toy's constants (and `grpo_loss` where an exercise says you may call it); a by-hand cell may "
+             "import nothing of the library (Python's or numpy's arithmetic is fine).\n\n"
+             f"The coding exercises are {listed['coding']}; the by-hand exercises are {listed['by hand']}, as "
+             "numbered in the book.")
     cells = [_cell("markdown", intro, _nbgrader("markdown", f"{part}-intro"))]
-    for e in coding:
+    for e in chosen:
         grade_id = e.label.removeprefix("ex-")
+        by_hand = e.kind == "by hand"
+        check_id, defined = (e.label, answer_name(e.number)) if by_hand else (e.check_id, e.function)
         cells += [
             _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()}\n\n"
                               f"{handed_out(e.text)}",
                   _nbgrader("markdown", f"{grade_id}-text")),
-            _cell("code", e.starter, _nbgrader("solution", grade_id)),
+            _cell("code", _answer_cell(e) if by_hand else e.starter, _nbgrader("solution", grade_id)),
             _cell("code", f"from rl4llm.exercises import assert_correct\n\n"
-                          f"assert_correct({e.check_id!r}, {e.function})".replace("'", '"'),
-                  _nbgrader("test", f"{grade_id}-check", points=POINTS["coding"])),
+                          f"assert_correct({check_id!r}, {defined})".replace("'", '"'),
+                  _nbgrader("test", f"{grade_id}-check", points=POINTS[e.kind])),
         ]
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                          "name": "python3"},

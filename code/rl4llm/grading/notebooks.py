@@ -2,10 +2,13 @@
 
 The list of exercises comes from the instructor's source assignments (``course/source/<part>/*.ipynb``,
 written by ``scripts/make_course.py``), never from the submission: each graded test cell there,
-``<grade id>-check``, names its check and the student's function (``assert_correct("gae", my_gae)``),
-and the markdown cell ``<grade id>-text`` its number ("Exercise 12.2"). A submission is either an
-nbgrader notebook (the student's code is the solution cell ``<grade id>``) or a chapter of the student
-edition (the cell tagged ``exercise-code`` after the exercise labelled ``ex-<grade id>``).
+``<grade id>-check``, names its check and what the student defines: a coding exercise's function
+(``assert_correct("gae", my_gae)``) or a by-hand exercise's answer (``assert_correct("ex-ch12-by-hand",
+answer_12_1)``); the markdown cell ``<grade id>-text`` gives its number ("Exercise 12.2"). A
+submission is either an nbgrader notebook (the student's cell is the solution cell ``<grade id>``) or
+a chapter of the student edition (the cell tagged ``exercise-code`` after the exercise labelled
+``ex-<grade id>``; a chapter has no cell for a by-hand answer, which its answer box checks and the
+nbgrader assignment collects).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..coursework import exercises
+from ..exercises import SPECS, NumericExercise
 from .sandbox import Grade, grade
 
 _ASSERT = re.compile(r'assert_correct\("([\w.-]+)",\s*(\w+)\)')
@@ -23,13 +27,18 @@ _NUMBER = re.compile(r"^## Exercise ([0-9]+\.[0-9]+)")
 
 @dataclass(frozen=True)
 class GradedExercise:
-    """One graded coding exercise: its nbgrader ``grade_id`` ("ch12-write-gae"), ``number`` ("12.2"),
-    the check it is graded by, the student's function's name, and its points."""
+    """One graded exercise: its nbgrader ``grade_id`` ("ch12-write-gae"), ``number`` ("12.2"), the
+    check it is graded by, the name the student defines (their function, or the variable that holds
+    a by-hand answer), and its points."""
     grade_id: str
     number: str
     check_id: str
     function: str
     points: float
+
+    @property
+    def by_hand(self) -> bool:
+        return isinstance(SPECS.get(self.check_id), NumericExercise)
 
     @property
     def name(self) -> str:
@@ -77,14 +86,14 @@ def student_cells(path: Path) -> dict[str, str]:
 
 def exercises_in(path: Path, source: Path) -> list[GradedExercise]:
     """The exercises the notebook at ``path`` was handed out with, from the source assignments under
-    ``source``: all of part N's for ``partN.ipynb``, all of chapter NN's for a chapter ``NN_*.ipynb``
-    (so that a deleted cell scores 0, not nothing), else those whose cells it holds."""
+    ``source``: all of part N's for ``partN.ipynb``, all of chapter NN's coding exercises for a chapter
+    ``NN_*.ipynb`` (so that a deleted cell scores 0, not nothing), else those whose cells it holds."""
     stem, source = Path(path).stem, Path(source)
     if (source / stem).is_dir():
         return list(registry(source / stem).values())
     known = registry(source)
     if stem[:2].isdigit():
-        return [e for e in known.values() if e.grade_id.startswith(f"ch{stem[:2]}-")]
+        return [e for e in known.values() if e.grade_id.startswith(f"ch{stem[:2]}-") and not e.by_hand]
     cells = student_cells(path)
     return [e for e in known.values() if e.grade_id in cells]
 

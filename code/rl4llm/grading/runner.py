@@ -10,8 +10,10 @@ Two users share this module:
   the library (any import of ``rl4llm`` or ``rl4llm.*``, any attribute of the stand-in ``rl4llm``
   module beyond the building blocks the exercise allows, is recorded as a use of the library and
   fails), runs the cell, calls the function on each call's arguments, and writes ``result.json`` and
-  one ``out<i>.npy`` per call (numbers only: nothing the grader reads back is ever unpickled).
-  ``print`` output is counted and all but its first characters dropped.
+  one ``out<i>.npy`` per call (numbers only: nothing the grader reads back is ever unpickled). For a
+  by-hand exercise (``"answer": true`` in the job) there are no calls: the script writes what the
+  cell left in the answer's name (:func:`as_answer`). ``print`` output is counted and all but its
+  first characters dropped.
 
 As a script it imports only the standard library, numpy, and torch when a call holds a tensor.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import numbers
 import sys
 import traceback
 from pathlib import Path
@@ -51,6 +54,21 @@ def as_output(out, kind: str = "first"):
         if out is None:
             return "none"
     return _numbers(out)
+
+
+def as_answer(value) -> dict:
+    """A by-hand answer as JSON: ``{"number": x}`` for a real number (numpy's scalars and 0-d arrays
+    included, a bool not), ``{"text": ...}`` for text (its first 200 characters), else ``{"status":
+    "none"}`` or ``{"status": "not-numeric: <type>"}``. The grader parses it as ``check`` does."""
+    if value is None:
+        return {"status": "none"}
+    if isinstance(value, str):
+        return {"text": value[:200]}
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        return {"number": float(value)}
+    return {"status": f"not-numeric: {type(value).__name__}"}
 
 
 def _numbers(out):
@@ -232,9 +250,13 @@ def main(folder: Path) -> None:
         except BaseException as err:                              # noqa: BLE001 (reported, not raised)
             record["cell_raised"] = [type(err).__name__, _short(str(err)), _line(err)]
         function = namespace.get(job["function"])
-        if "cell_raised" not in record and not callable(function):
+        if "cell_raised" in record:
+            pass
+        elif job.get("answer"):                  # a by-hand exercise: what the cell left in the name
+            record.update({"answer": as_answer(function)} if job["function"] in namespace else {"undefined": True})
+        elif not callable(function):
             record["undefined"] = True
-        if "cell_raised" not in record and "undefined" not in record and "library" not in record:
+        elif "library" not in record:
             for i, call in enumerate(job["calls"]):
                 args = tuple(decode(a, folder) for a in call["args"])
                 kwargs = {k: decode(v, folder) for k, v in call["kwargs"].items()}

@@ -1,12 +1,16 @@
 """Grade one exercise out of process: the student's cell runs in a fresh Python that the grader
-controls, and the verdict is computed here, from numbers only.
+controls, and the verdict is computed here, from numbers only (and, for a by-hand exercise, the
+student's answer, read back as a number or as text).
 
 :func:`grade` writes the calls of the exercise (from ``rl4llm.exercises.SPECS``, computed in this
 process, as are the reference's values and every mistake's) into a temporary folder, starts
 ``python -I runner.py`` there with a time limit, its output going to a size-capped file, and reads
 back ``result.json`` (bounded JSON) and ``out<i>.npy`` (``allow_pickle=False``). A timeout, a crash,
 an import error in the cell or a use of the library is a verdict of its own; otherwise
-:meth:`FunctionExercise.judge` gives the same message as the chapter's check cell.
+:meth:`FunctionExercise.judge` gives the same message as the chapter's check cell. A by-hand
+exercise (:class:`NumericExercise`) has no calls: its cell runs alone, with nothing of the library
+importable, and the value it leaves in the answer's name gets ``check``'s verdict (its tolerance,
+its common wrong numbers), computed here from the library's answer, which the cell never sees.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exercises import FUNCTIONS, SPECS, Verdict, label_of
-from ..exercises._core import NOT_YET, FunctionExercise
+from ..exercises._core import NOT_YET, FunctionExercise, NumericExercise
 from .runner import encode
 
 #: Seconds one exercise's process may run (the student's cell and every call).
@@ -57,18 +61,21 @@ def _constants() -> dict:
 def allowed_helpers(exercise_id: str) -> list[str]:
     """The building blocks the exercise's code may import from ``rl4llm``: the spec's helpers, less
     the function being checked (``softmax`` may not be imported to write ``softmax``), whether the
-    exercise is named by its label or by its function id."""
+    exercise is named by its label or by its function id. A by-hand answer may import none."""
+    if isinstance(SPECS[exercise_id], NumericExercise):
+        return []
     function = FUNCTIONS[label_of(exercise_id)]
     return [h for h in SPECS[exercise_id].helpers if h.split(".")[-1] != function]
 
 
 def _write_job(folder: Path, exercise_id: str, source: str, function: str) -> list:
     spec = SPECS[exercise_id]
-    calls = spec.calls()
+    by_hand = isinstance(spec, NumericExercise)
+    calls = [] if by_hand else spec.calls()
     allowed = allowed_helpers(exercise_id)
     constants = {k: v for k, v in _constants().items() if k in allowed}
-    job = {"source": source, "function": function, "output": spec.output, "allowed": allowed,
-           "max_output": KEPT_OUTPUT,
+    job = {"source": source, "function": function, "answer": by_hand, "output": None if by_hand else spec.output,
+           "allowed": allowed, "max_output": KEPT_OUTPUT,
            "constants": {name: encode(value, folder, f"const_{name}") for name, value in constants.items()},
            "calls": [{"args": [encode(a, folder, f"c{i}_a{j}") for j, a in enumerate(call.args)],
                       "kwargs": {k: encode(v, folder, f"c{i}_k_{k}") for k, v in call.kwargs.items()}}
@@ -127,19 +134,24 @@ def _read_result(folder: Path, calls) -> dict | None:
                 result["output"] = np.array(np.load(folder / name, allow_pickle=False), dtype=float)
             results.append(result)
         record["results"] = results
+        if "answer" in record:
+            answer = record["answer"]
+            record["answer"] = ({"number": float(answer["number"])} if "number" in answer else
+                                {"text": str(answer["text"])[:200]} if "text" in answer else
+                                {"status": str(answer["status"])[:100]})
         return record
     except (ValueError, KeyError, TypeError, OSError, IndexError, AttributeError):
         return None
 
 
 def grade(exercise_id: str, source: str, function: str, timeout: float = TIMEOUT) -> Grade:
-    """The verdict on ``function`` defined by the cell ``source``, for the coding exercise
-    ``exercise_id``, computed out of process (see the module's docstring). Never raises on the
-    student's code; an unknown ``exercise_id`` or a by-hand one raises ``ValueError``."""
+    """The verdict on the cell ``source`` for the exercise ``exercise_id``, computed out of process
+    (see the module's docstring): on the function it defines as ``function`` (a coding exercise), or
+    on the answer it leaves in that name (a by-hand one). Never raises on the student's code; an
+    unknown ``exercise_id`` raises ``ValueError``."""
     spec = SPECS.get(exercise_id)
-    if not isinstance(spec, FunctionExercise):
-        coding = sorted(k for k, v in SPECS.items() if isinstance(v, FunctionExercise))
-        raise ValueError(f"exercise_id must be one of the coding exercises {coding}, got {exercise_id!r}")
+    if not isinstance(spec, (FunctionExercise, NumericExercise)):
+        raise ValueError(f"exercise_id must be one of the checked exercises {sorted(SPECS)}, got {exercise_id!r}")
     if not isinstance(source, str) or not isinstance(function, str) or not function.isidentifier():
         raise ValueError(f"source must be text and function a name, got {type(source).__name__}, {function!r}")
     start = time.perf_counter()
@@ -158,16 +170,27 @@ def _message(spec, calls, function, stopped, tail, record, allowed) -> str:
         return f"{NOT_YET} your code {stopped}; this exercise scores 0.{detail}"
     if record is None:
         return f"{NOT_YET} your code's results could not be read back (were files in its folder overwritten?)."
+    by_hand = isinstance(spec, NumericExercise)
+    if record.get("library") and by_hand:
+        return (f"{NOT_YET} your cell uses the library ({record['library']}), which a by-hand answer may not: "
+                "write the number you derived; this exercise scores 0.")
     if record.get("library"):
         return (f"{NOT_YET} your code uses the library's own function ({record['library']}), which graded "
                 "code may not: write the function from its formula (of rl4llm, it may import only "
                 f"{', '.join(allowed)}); this exercise scores 0.")
     if record.get("cell_raised"):
         kind, said, line = (list(record["cell_raised"]) + [None, None, None])[:3]
+        if by_hand and kind == "NotImplementedError":
+            return (f"{NOT_YET} no answer yet: the cell still holds the stub; write {function} = your number in its "
+                    "place.")
         where = f" on line {line}" if isinstance(line, int) else ""
         return f"{NOT_YET} your cell raised {kind}{where} before defining {function}: {said}"
+    if record.get("undefined") and by_hand:
+        return f"{NOT_YET} your cell does not set {function}: write {function} = your number."
     if record.get("undefined"):
         return f"{NOT_YET} your cell does not define a function named {function}."
+    if by_hand:
+        return _answer_verdict(spec, function, record["answer"])
     if len(record["results"]) < len(calls):
         return f"{NOT_YET} your code stopped before every case was run."
     message = spec.judge(calls, record["results"])
@@ -175,3 +198,13 @@ def _message(spec, calls, function, stopped, tail, record, allowed) -> str:
     if isinstance(printed, int) and printed > KEPT_OUTPUT:
         message += f" (Your code printed {printed:,} characters; the grader kept the first {KEPT_OUTPUT:,}.)"
     return message
+
+
+def _answer_verdict(spec: NumericExercise, name: str, answer: dict) -> str:
+    """``check``'s verdict on a by-hand answer read back from the sandbox (see ``runner.as_answer``)."""
+    status = answer.get("status")
+    if status == "none":
+        return f"{NOT_YET} {name} is None: write your number in its place ({name} = 0.5, or as text, \"1/2\")."
+    if status:
+        return f"{NOT_YET} {name} holds a {status.split(': ')[-1]}, not one number."
+    return spec.verdict(answer.get("number", answer.get("text")))
