@@ -109,6 +109,12 @@ def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ref_over_pi) - log_ref_over_pi - 1
 
 
+#: The per-token estimates of KL(pi || pi_ref) that ``grpo_loss`` can weigh by beta, each a function of
+#: u = log pi_ref - log pi at a token sampled from pi (chapter 17 derives their values and gradients):
+#: k1 = -u = log(pi / pi_ref), k2 = u^2 / 2, k3 = e^u - u - 1.
+KL_ESTIMATORS = {"k1": torch.neg, "k2": lambda u: u ** 2 / 2, "k3": k3}
+
+
 def _tensor(x, name):
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -136,23 +142,31 @@ def _loss_batch(args):
         raise ValueError(f"max_completion_length must be given (an integer >= 1) when loss_type={loss_type!r}")
 
 
+def flag(x, name):
+    """Rule: True or False (a switch; 0, 1 and other truthy values are refused)."""
+    if not isinstance(x, bool):
+        raise ValueError(f"{name} must be True or False, got {x!r}")
+    return x
+
+
 @checked(clip_range("eps_low", "eps_high"), _loss_batch,
          logp=_tensor, old_logp=_tensor, advantages=_tensor, mask=_tensor, ref_logp=optional(_tensor),
          beta=_nonnegative, loss_type=one_of(LOSS_TYPES), max_completion_length=optional(at_least(1)),
-         importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS), delta=optional(in_range(1.0, math.inf,
-                                                                                                low_open=True,
-                                                                                                high_open=True)))
+         importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS),
+         delta=optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
+         kl_estimator=one_of(KL_ESTIMATORS), use_bias_correction_kl=flag)
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
               eps_low: float = 0.2, eps_high: float | None = None, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "grpo",
               max_completion_length: int | None = None, importance_sampling_level: str = "token",
-              delta: float | None = None) -> tuple[torch.Tensor, dict]:
-    """The GRPO loss to MINIMISE (the negated clipped objective), and its diagnostics (chapter 13).
+              delta: float | None = None, kl_estimator: str = "k3",
+              use_bias_correction_kl: bool = False) -> tuple[torch.Tensor, dict]:
+    """The GRPO loss to MINIMISE (the negated clipped objective), and its diagnostics (chapters 13-14).
 
     Per token t of completion i, with rho = exp(logp - old_logp) and A_i broadcast over tokens:
 
-        l_it = -min(rho_it A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) A_i) + beta k3_it,
-        k3_it = exp(ref_it - logp_it) - (ref_it - logp_it) - 1      (only when beta > 0),
+        l_it = -min(rho_it A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) A_i) + beta w_it k_it,
+        k3_it = exp(ref_it - logp_it) - (ref_it - logp_it) - 1      (the default k, when beta > 0),
 
     aggregated over the unmasked tokens m_it by ``loss_type`` (:mod:`rl4llm.loss_types`):
     ``"grpo"`` the mean per sequence, then over sequences; ``"bnpo"`` and ``"dapo"`` one mean over all
@@ -161,14 +175,23 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     ``importance_sampling_level="sequence"`` is GSPO (TRL's knob of that name): every token of
     sequence i uses its sequence's ratio s_i = exp(sum_t m_it (logp_it - old_it) / sum_t m_it)
     (:func:`sequence_ratio`), clipped like a token ratio. ``delta`` (TRL's two-sided clipping) caps
-    the unclipped ratio at delta > 1 as well. The k3 term is plain (TRL's
-    ``use_bias_correction_kl=False``): its expected gradient is that of the forward KL(pi_ref || pi),
-    although its value estimates KL(pi || pi_ref) (chapter 13). A row with no unmasked token
+    the unclipped ratio at delta > 1 as well.
+
+    The KL term, as TRL 1.16 computes it: ``kl_estimator`` picks k from :data:`KL_ESTIMATORS` (TRL has
+    k3 only); w_it = 1, or with ``use_bias_correction_kl=True`` w_it = rho_it (the sequence ratio s_i at
+    the sequence level), before delta's cap and not detached. Plain k3's expected gradient is the
+    forward KL(pi_ref || pi)'s, although its value estimates KL(pi || pi_ref); times the ratio, whose
+    gradient adds k3 grad log pi, it is the reverse KL's (chapter 17). A row with no unmasked token
     contributes 0. Padded positions (mask 0) may hold any finite or infinite log-prob: the exponents
-    are masked before ``exp``, so they change neither the loss nor its gradient. ``stats`` holds
-    ``clip_fraction`` (share of unmasked tokens where the clip binds: rho < 1 - eps_low with A < 0, or
-    rho > 1 + eps_high with A > 0), ``mean_ratio``, and ``mean_kl`` (masked mean of k3 when
-    ``ref_logp`` is given, else 0.0), as Python floats.
+    are masked before ``exp``, so they change neither the loss nor its gradient.
+
+    ``stats`` (Python floats), with TRL's meaning: ``clip_fraction`` (TRL's ``clip_ratio/region_mean``),
+    ``clip_low_fraction`` and ``clip_high_fraction`` (``clip_ratio/low_mean``, ``/high_mean``): the share
+    of unmasked tokens (of sequences, at the sequence level) where the clip binds, rho < 1 - eps_low
+    with A < 0, rho > 1 + eps_high with A > 0, or either; ``clip_low_min`` and ``clip_high_max``
+    (``clip_ratio/low_min``, ``/high_max``): the smallest per-sequence low share and the largest high
+    share; ``mean_kl`` (TRL's ``kl``): the masked mean of w k3 when ``ref_logp`` is given, else 0.0,
+    whatever ``kl_estimator`` is; and ``mean_ratio``, the masked token mean of the ratio.
     """
     a = advantages.to(logp.dtype).unsqueeze(1)                                      # (B, 1)
     m = mask.to(logp.dtype)                                                         # (B, T)
@@ -182,24 +205,43 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         log_ratio = mean_over_tokens(log_ratio, m)                                  # (B, 1)
     ratio = torch.exp(log_ratio)                                                    # (B, T) or (B, 1)
     clipped_ratio = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
+    kl = None
+    if ref_logp is not None:
+        log_ref_over_pi = torch.where(real, ref_logp - logp, zero)                   # (B, T)
+        kl = k3(log_ref_over_pi)                                                    # (B, T)
+        penalty = kl if kl_estimator == "k3" else KL_ESTIMATORS[kl_estimator](log_ref_over_pi)
+        if use_bias_correction_kl:        # TRL's: times the ratio, before delta's cap, not detached
+            kl, penalty = kl * ratio, penalty * ratio
     if delta is not None:
         ratio = torch.clamp(ratio, max=delta)
     per_token = -torch.minimum(ratio * a, clipped_ratio * a)                        # (B, T) or (B, 1)
-    kl = None
-    if ref_logp is not None:
-        kl = k3(torch.where(real, ref_logp - logp, zero))                           # (B, T)
-        if beta > 0:
-            per_token = per_token + beta * kl                                       # (B, T)
+    if beta > 0:
+        per_token = per_token + beta * penalty                                      # (B, T)
 
     masked = per_token * m                                                          # (B, T)
     loss = LOSS_TYPES[loss_type].aggregate(masked, m, max_completion_length)
 
     with torch.no_grad():
-        denom = m.sum().clamp(min=1)
-        ratio = ratio.expand_as(logp)
-        stats = {
-            "clip_fraction": float((clip_binds_mask(ratio, a, eps_low, eps_high).to(m.dtype) * m).sum() / denom),
-            "mean_ratio": float((ratio * m).sum() / denom),
-            "mean_kl": float((kl * m).sum() / denom) if kl is not None else 0.0,
+        stats = _clip_stats(ratio, a, m, eps_low, eps_high, importance_sampling_level == "sequence") | {
+            "mean_ratio": float((ratio.expand_as(logp) * m).sum() / m.sum().clamp(min=1)),
+            "mean_kl": float((kl * m).sum() / m.sum().clamp(min=1)) if kl is not None else 0.0,
         }
     return loss, stats
+
+
+def _clip_stats(ratio, a, m, eps_low, eps_high, per_sequence_ratio: bool) -> dict:
+    """Where the clip binds, counted as TRL 1.16 logs it: over unmasked tokens, or over sequences when
+    each sequence has one ratio (GSPO); the low and high sides apart (a side's clip set to inf is off)."""
+    low = clip_binds_mask(ratio, a, eps_low, math.inf).to(m.dtype)
+    high = clip_binds_mask(ratio, a, math.inf, eps_high).to(m.dtype)
+    region = clip_binds_mask(ratio, a, eps_low, eps_high).to(m.dtype)
+    if per_sequence_ratio:
+        share, per_sequence = (lambda x: float(x.mean())), (lambda x: x[:, 0])
+    else:
+        share = lambda x: float((x * m).sum() / m.sum().clamp(min=1))            # noqa: E731
+        per_sequence = lambda x: (x * m).sum(dim=1) / m.sum(dim=1)               # noqa: E731 (NaN: no token)
+    low_shares, high_shares = per_sequence(low), per_sequence(high)
+    counted = ~torch.isnan(low_shares)
+    return {"clip_fraction": share(region), "clip_low_fraction": share(low), "clip_high_fraction": share(high),
+            "clip_low_min": float(low_shares[counted].min()) if counted.any() else math.nan,
+            "clip_high_max": float(high_shares[counted].max()) if counted.any() else math.nan}
