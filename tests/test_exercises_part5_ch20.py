@@ -1,0 +1,73 @@
+"""Chapter 20's checks: each passes the library's number, and gives each typical wrong answer, written here
+the way a student would compute it, the right diagnosis."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
+from rl4llm.exercises._core import MALFORMED
+from rl4llm.rollout_correction import importance_weights, off_policy_mask
+from rl4llm.sampler_study import lognormal_weight_moments
+
+CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl")
+
+
+@pytest.mark.parametrize("exercise", CHAPTER_20)
+def test_each_by_hand_check_knows_its_answer_and_four_mistakes(exercise):
+    spec = SPECS[exercise]
+    assert EXERCISES[exercise] == 20 and len(spec.mistakes) == 4
+    verdicts = [check(exercise, wrong) for wrong, _ in spec.mistakes]
+    assert verdicts == [f"Not yet: {explanation}." for _, explanation in spec.mistakes]
+    assert check(exercise, spec.value).startswith("Correct:") and check(exercise, "abc") == MALFORMED
+    assert exercise in answer_key()
+
+
+def test_values_from_the_library_and_by_hand():
+    trainer, engine = torch.log(torch.tensor([[0.5, 0.8]])), torch.log(torch.tensor([[0.25, 0.6]]))
+    mask = torch.ones(1, 2)
+    assert math.isclose(SPECS["ex-ch20-sequence-weight"].value, float(importance_weights(trainer, engine, mask)),
+                        rel_tol=1e-6)
+    assert math.isclose(SPECS["ex-ch20-sequence-weight"].value, 8 / 3)
+    assert math.isclose(SPECS["ex-ch20-opsm-kl"].value, 0.7)
+    engine3, policy3 = torch.tensor([[-0.1, -0.3, -0.2]]), torch.tensor([[-0.9, -1.0, -0.8]])
+    dropped = off_policy_mask(torch.tensor([-1.0]), policy3, engine3, torch.ones(1, 3), 0.5)
+    kept = off_policy_mask(torch.tensor([-1.0]), policy3, engine3, torch.ones(1, 3), 0.75)
+    assert float(dropped) == 0.0 and float(kept) == 1.0          # 0.7 is between the two thresholds
+
+
+def test_students_slips_are_named():
+    assert "geometric mean" in check("ex-ch20-sequence-weight", math.sqrt(2 * 0.8 / 0.6))
+    assert "upside down" in check("ex-ch20-sequence-weight", 0.25 / 0.5 * 0.6 / 0.8)
+    assert "averages the token ratios" in check("ex-ch20-sequence-weight", (2 + 0.8 / 0.6) / 2)
+    assert "below the cap" in check("ex-ch20-sequence-weight", 0)
+    assert "sum over the tokens" in check("ex-ch20-opsm-kl", 0.8 + 0.7 + 0.6)
+    assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
+
+
+def test_the_coding_exercise_passes_the_library_and_names_each_slip():
+    assert EXERCISES["lognormal_weight_moments"] == 20
+    assert check("lognormal_weight_moments", lognormal_weight_moments).startswith("Correct:")
+    phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))                  # noqa: E731
+
+    def uncentred(s, cap, rule):            # ln r ~ N(0, s^2): the -s^2/2 forgotten
+        if rule == "none":
+            return math.exp(s * s / 2), math.exp(2 * s * s) - math.exp(s * s)
+        first = math.exp(s * s / 2) * phi((math.log(cap) - s * s) / s)
+        second = math.exp(2 * s * s) * phi((math.log(cap) - 2 * s * s) / s)
+        if rule == "truncate":
+            above = 1 - phi(math.log(cap) / s)
+            first, second = first + cap * above, second + cap ** 2 * above
+        return first, second - first ** 2
+
+    def second_moment(s, cap, rule):
+        mean, var = lognormal_weight_moments(s, cap, rule)
+        return mean, var + mean ** 2
+
+    def truncate_as_mask(s, cap, rule):
+        return lognormal_weight_moments(s, cap, "mask" if rule == "truncate" else rule)
+
+    assert "mean -s^2/2 is missing" in check("lognormal_weight_moments", uncentred)
+    assert "E[w^2] - E[w]^2" in check("lognormal_weight_moments", second_moment)
+    assert "keeps the mass above the cap" in check("lognormal_weight_moments", truncate_as_mask)
