@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import integer_at_least, logits_vector, sample_indices
+from ._checks import integer_at_least, logits_vector, reward_vector, sample_indices
 from .distributions import softmax
-from .estimators import _reward_vector, group_count_law, sample_groups
+from .estimators import group_count_law, sample_groups
 from .grpo import LOSS_TYPES, group_advantages
 from .toy import LOGITS, PROMPT, REWARDS, VOCAB
 from .toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_NEXT, two_step_answer_probs,
@@ -72,7 +72,7 @@ class Task:
 def one_step_task(logits=LOGITS, rewards=REWARDS) -> Task:
     """The one-step toy: answers ``VOCAB``, P = softmax(z), one token each, g(y) = onehot(y) - pi (chapter 7)."""
     z = logits_vector(logits)
-    r = _reward_vector(rewards, z.size)
+    r = reward_vector(rewards, z.size)
     pi = softmax(z)
     answers = VOCAB if z.size == len(VOCAB) else tuple(str(k) for k in range(z.size))
     return Task(answers, pi, r, np.ones(z.size, dtype=int), np.eye(z.size) - pi[None, :])

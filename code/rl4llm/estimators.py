@@ -25,15 +25,13 @@ import math
 import numpy as np
 
 from ._checks import (as_float_array, at_least, checked, finite_real, generator, in_range, logits_array, logits_vector,
-                      one_reward_per_answer, reward_vector, sample_indices)
+                      one_reward_per_answer, sample_indices)
 from .distributions import probability_vector, softmax
 
 #: Relation: one reward per answer of the policy's logits.
 _one_reward_per_answer = one_reward_per_answer("logits")
 #: The checks of a tabular policy's logits (K,) and its rewards (one per answer).
 _POLICY = {"logits": logits_vector, "rewards": as_float_array}
-#: estimator_bias and kl_leashes import the reward check from here.
-_reward_vector = reward_vector
 
 
 def _vector(values, name: str) -> np.ndarray:

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from ._checks import (as_float_array, finite_real, integer_at_least, logits_vector, positive_real, real_in_range,
-                      same_shape)
+                      reward_vector, same_shape)
 from .distributions import kl_divergence, log_softmax, softmax
 from .estimator_bias import advantages
-from .estimators import _reward_vector, sample_groups
+from .estimators import sample_groups
 from .gradients import policy_gradient
 from .grpo import k3
 from .toy import CORRECT, LOGITS, REWARDS
@@ -149,7 +149,7 @@ def _run_settings(leash, beta, steps, lr, logits, rewards, ref_logits):
     steps = integer_at_least(steps, "steps", 1)
     lr = positive_real(lr, "lr")
     z = logits_vector(logits, "logits").copy()
-    r = _reward_vector(rewards, z.size)
+    r = reward_vector(rewards, z.size)
     z_ref = z.copy() if ref_logits is None else _pair(z, ref_logits)[1]
     return leash, beta, steps, lr, z, r, z_ref
 

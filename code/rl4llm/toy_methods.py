@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import at_least, checked, index_in_range, integer_at_least, logits_vector, positive_real, reward_array
+from ._checks import (at_least, checked, index_in_range, integer_at_least, logits_vector, one_reward_per_answer,
+                      positive_real, reward_array)
 from .distributions import softmax
 from .estimators import gradient_samples, sample_groups
 from .gradients import expected_reward, policy_gradient, sft_step
@@ -41,10 +42,7 @@ from .toy import CORRECT, LOGITS, REWARDS
 from .toy_grpo import grpo_toy_run, run_over_seeds
 
 
-def _one_reward_per_answer(args):
-    z, r = args["logits"], args["rewards"]
-    if r.shape != z.shape:
-        raise ValueError(f"rewards must have one entry per answer (shape {z.shape}), got shape {r.shape}")
+_one_reward_per_answer = one_reward_per_answer("logits")
 
 
 def _target_in_range(args):
