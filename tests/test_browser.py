@@ -207,20 +207,29 @@ def _open_sidebars(page) -> list[str]:
             if not button.is_visible():
                 continue
             button.click()
-            page.wait_for_timeout(300)
-            state = page.evaluate(_SIDEBAR_JS)
+            opened = f"s.{kind} && s.links > 0"
+            state = _settled(page, f"s => ({opened}) || s.folded" if kind == "primary" else f"s => {opened}")
             if state[kind] and state["links"]:
                 done.append(f"{kind}: dialog")
                 page.keyboard.press("Escape")
+                _settled(page, f"s => !s.{kind}")
             elif kind == "primary" and state["folded"]:
                 button.click()
-                page.wait_for_timeout(300)
-                back = not page.evaluate(_SIDEBAR_JS)["folded"]
+                back = not _settled(page, "s => !s.folded")["folded"]
                 done.append("primary: folded" + (" and back" if back else ", not back"))
             else:
                 done.append(f"{kind}: nothing ({state})")
-            page.wait_for_timeout(200)
     return done
+
+
+def _settled(page, condition: str) -> dict:
+    """The sidebars' state once ``condition`` (a JavaScript predicate on it) holds, or after 2 s."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.wait_for_function(f"() => ({condition})(({_SIDEBAR_JS})())", timeout=2000)
+    except PlaywrightTimeout:  # the state as it is then is the verdict
+        pass
+    return page.evaluate(_SIDEBAR_JS)
 
 
 def _scrub(page) -> list[bool]:
