@@ -1,6 +1,7 @@
 """The bridge to TRL 1.16 (chapter 16): the knobs as real trl.GRPOConfig fields (rl4llm.trl_knobs), the same
 loss and gradient (rl4llm.trl_parity), and a real TRL run (rl4llm.trl_run)."""
 import dataclasses
+import itertools
 import math
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import torch
 from rl4llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
 from rl4llm.model import GPT, GPTConfig, completion_logprobs
 from rl4llm.tasks import CharTokenizer
-from rl4llm.trainer import GRPOConfig
+from rl4llm.trainer import CLIP_METRICS, GRPOConfig
 from rl4llm.hf_plumbing import char_tokenizer_for_transformers, trl_policy
 from rl4llm.trl_knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
 from rl4llm.trl_parity import compare_losses, loss_batch
@@ -154,22 +155,73 @@ def test_loss_batch_is_off_policy_and_well_formed():
     assert torch.equal(again.old_logp, batch.old_logp) and torch.equal(again.tokens, batch.tokens)
 
 
-@pytest.mark.parametrize("scale_rewards, importance_sampling_level, eps_high",
-                         [(True, "token", None), (False, "token", None), (True, "sequence", None),
-                          (True, "sequence", 0.28), (True, "token", 0.28)])
-def test_same_loss_and_gradient_as_trl(scale_rewards, importance_sampling_level, eps_high):
-    """TRL 1.16's _compute_loss on the same batch: equal values and gradients for every loss type, with
-    token- and sequence-level (GSPO) ratios and a wider upper clip (epsilon_high)."""
-    config = dataclasses.replace(SMALL, scale_rewards=scale_rewards, eps_high=eps_high,
-                                 importance_sampling_level=importance_sampling_level)
-    rows = compare_losses(model(), config, LOSS_TYPES, seed=1)
+#: TRL's loss knobs, two settings each, in the 8 runs of a strength-2 orthogonal array: every pair of
+#: knobs meets in all four combinations of their settings (twice), each run has every loss type.
+TRL_KNOB_SETTINGS = {"scale_rewards": (True, False), "importance_sampling_level": ("token", "sequence"),
+                     "eps_high": (None, 0.28), "delta": (None, 1.3), "use_bias_correction_kl": (False, True),
+                     "beta": (0.0, 0.04)}
+ORTHOGONAL_ARRAY = ((0, 0, 0, 0, 0, 0), (0, 0, 0, 1, 1, 1), (0, 1, 1, 0, 0, 1), (0, 1, 1, 1, 1, 0),
+                    (1, 0, 1, 0, 1, 0), (1, 0, 1, 1, 0, 1), (1, 1, 0, 0, 1, 1), (1, 1, 0, 1, 0, 0))
+
+
+def test_the_array_meets_every_pair_of_knobs_in_all_four_combinations():
+    for i, j in itertools.combinations(range(len(TRL_KNOB_SETTINGS)), 2):
+        assert sorted((row[i], row[j]) for row in ORTHOGONAL_ARRAY) == [(0, 0)] * 2 + [(0, 1)] * 2 + [(1, 0)] * 2 + \
+            [(1, 1)] * 2
+
+
+@pytest.mark.parametrize("levels", ORTHOGONAL_ARRAY)
+def test_same_loss_gradient_and_metrics_as_trl(levels):
+    """TRL 1.16's _compute_loss on the same batch, for every TRL knob grpo_loss has (GSPO's sequence-level
+    ratio, clip-higher, the two-sided clip delta, the KL with and without its bias correction, std scaling):
+    equal loss values, gradients and logged metrics (entropy, the clip ratios, kl), for every loss type."""
+    settings = {knob: values[level] for (knob, values), level in zip(TRL_KNOB_SETTINGS.items(), levels)}
+    config = dataclasses.replace(SMALL, **settings)
+    rows = compare_losses(model(), config, LOSS_TYPES, seed=0)
     assert [r["loss_type"] for r in rows] == list(LOSS_TYPES)
+    logged = {*CLIP_METRICS, "entropy"} | ({"kl"} if settings["beta"] else set())
     for r in rows:
         assert abs(r["difference"]) < 1e-6 and r["max_grad_difference"] < 1e-6, r
-        assert r["grad_norm"] > 0.1 and r["clip_fraction"] > 0            # a real gradient, with the clip binding
+        assert set(r["metrics"]) == logged and r["max_metric_difference"] < 1e-6, r
+        assert r["grad_norm"] > 0.1                                      # a real gradient
+        assert r["clip_fraction"] > 0 or settings["importance_sampling_level"] == "sequence"   # token clips bind
     by_type = {r["loss_type"]: r["rl4llm"] for r in rows}
     assert by_type["bnpo"] == by_type["dapo"]                             # one micro-batch: same token mean
     assert len({round(by_type[t], 6) for t in ("grpo", "bnpo", "dr_grpo")}) == 3   # the aggregations differ
+
+
+def test_the_knobs_change_the_loss():
+    """Each knob of the array moves the loss or its gradient on the parity batch (so agreeing with TRL
+    under it is not agreeing on an unused setting)."""
+    from rl4llm.trl_parity import rl4llm_loss
+
+    m = model()
+    first = {knob: values[0] for knob, values in TRL_KNOB_SETTINGS.items()}
+    base = dataclasses.replace(SMALL, **first | {"beta": 0.04})          # a KL term, so its correction can act
+    batch = loss_batch(m, base, seed=0)          # the batch of the parity test, on which both clips bind
+    loss, grads, _ = rl4llm_loss(m, batch, base)
+    for knob, values in TRL_KNOB_SETTINGS.items():
+        if knob == "scale_rewards":        # acts on the advantages, which the batch holds already
+            continue
+        other = values[0] if knob == "beta" else values[1]
+        moved, moved_grads, _ = rl4llm_loss(m, batch, dataclasses.replace(base, **{knob: other}))
+        changed = max(float((moved_grads[n] - g).abs().max()) for n, g in grads.items())
+        assert moved != loss or changed > 1e-6, knob
+
+
+def test_kl_knobs_without_a_trl_field():
+    for knobs in ({"kl_estimator": "k2"}, {"kl_estimator": "k1", "kl_placement": "reward"}):
+        config = dataclasses.replace(SMALL, **knobs)
+        with pytest.raises(ValueError, match="k3 in the loss"):
+            trl_config_kwargs(config)
+        assert trl_config_kwargs(config, allow_unsupported=True) == trl_config_kwargs(SMALL)
+        assert trl_config_kwargs(dataclasses.replace(config, beta=0.0)) == \
+            trl_config_kwargs(dataclasses.replace(SMALL, beta=0.0))          # no KL term: nothing to map
+    engine = dataclasses.replace(SMALL, sampler_staleness=1)               # chapter 20's rollout engine
+    with pytest.raises(ValueError, match="sampler_staleness"):
+        trl_config_kwargs(engine)
+    assert trl_config_kwargs(engine, allow_unsupported=True) == trl_config_kwargs(SMALL)
+    assert trl_config_kwargs(dataclasses.replace(SMALL, off_policy_mask_threshold=0.5))["off_policy_mask_threshold"] == 0.5
 
 
 def test_trl_advantages_are_ddof1_eps1e4():

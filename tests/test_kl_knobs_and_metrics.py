@@ -1,0 +1,215 @@
+"""The KL knobs of grpo_loss and the trainer (chapters 16-17), the trainer's TRL-named metrics and chapter 19's
+runs (rl4llm.run_reading): formulas against independent routes, validation, and the defaults left as they were."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rl4llm.grpo import KL_ESTIMATORS, group_advantages, grpo_loss
+from rl4llm.kl_leashes import kl_estimators
+from rl4llm.model import GPT, GPTConfig, completion_logprobs
+from rl4llm.run_reading import RUNS, TaggedAnswerTask, first_step, train_runs
+from rl4llm.tasks import AdditionTask
+from rl4llm.toy import LOGITS
+from rl4llm.trainer import CLIP_METRICS, METRIC_ALIASES, METRICS, GRPOConfig, GRPOTrainer, metric_log
+
+
+def batch(seed=0, B=6, T=5):
+    g = torch.Generator().manual_seed(seed)
+    logp = -torch.rand(B, T, generator=g, dtype=torch.float64) * 2 - 0.1
+    old = logp + 0.3 * torch.randn(B, T, generator=g, dtype=torch.float64)
+    ref = logp + 0.3 * torch.randn(B, T, generator=g, dtype=torch.float64)
+    mask = (torch.arange(T)[None, :] < torch.randint(1, T + 1, (B, 1), generator=g)).double()
+    return logp, old, ref, torch.randn(B, generator=g, dtype=torch.float64), mask
+
+
+# ---- grpo_loss: kl_estimator and use_bias_correction_kl ---------------------------------------------
+def test_kl_estimators_table_is_chapter_17s():
+    logp, _, ref, _, _ = batch()
+    for name, k in zip(("k1", "k2", "k3"), kl_estimators(logp, ref)):
+        torch.testing.assert_close(KL_ESTIMATORS[name](ref - logp), k, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+@pytest.mark.parametrize("corrected", [False, True])
+def test_kl_term_is_beta_times_the_estimator_times_the_ratio(estimator, corrected):
+    """With zero advantages the loss is beta times the token mean of w k, w = rho (corrected) or 1."""
+    logp, old, ref, _, mask = batch(1)
+    loss, stats = grpo_loss(logp, old, torch.zeros(len(logp), dtype=torch.float64), mask, beta=0.3, ref_logp=ref,
+                            loss_type="bnpo", kl_estimator=estimator, use_bias_correction_kl=corrected)
+    w = torch.exp(logp - old) if corrected else torch.ones_like(logp)
+    k = dict(zip(("k1", "k2", "k3"), kl_estimators(logp, ref)))
+    assert float(loss) == pytest.approx(0.3 * float((w * k[estimator] * mask).sum() / mask.sum()), rel=1e-12)
+    assert stats["mean_kl"] == pytest.approx(float((w * k["k3"] * mask).sum() / mask.sum()), rel=1e-12)
+
+
+def test_the_corrected_k3_and_k2_pull_along_the_reverse_kl():
+    """On-policy (old = sg(logp)): d(rho k3)/d logp = k1 and d k2/d logp = k1, the reverse KL's weight;
+    plain k3's is 1 - pi_ref / pi, the forward KL's (chapter 17)."""
+    logp, _, ref, _, mask = batch(2)
+    mask = torch.ones_like(mask)
+    n = mask.sum()
+    k1 = logp - ref
+    for estimator, corrected, weight in (("k3", True, k1), ("k2", False, k1), ("k3", False, 1 - torch.exp(ref - logp)),
+                                         ("k1", False, torch.ones_like(k1))):
+        x = logp.clone().requires_grad_(True)
+        loss, _ = grpo_loss(x, x.detach(), torch.zeros(len(x), dtype=torch.float64), mask, beta=1.0, ref_logp=ref,
+                            loss_type="bnpo", kl_estimator=estimator, use_bias_correction_kl=corrected)
+        (grad,) = torch.autograd.grad(loss, x)
+        torch.testing.assert_close(grad * n, weight, rtol=1e-12, atol=1e-12)
+
+
+def test_the_correction_uses_the_sequence_ratio_before_deltas_cap():
+    logp, old, ref, adv, mask = batch(3)
+    s = torch.exp(((logp - old) * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True))
+    k3 = kl_estimators(logp, ref)[2]
+    for delta in (None, 1.01):
+        _, stats = grpo_loss(logp, old, adv, mask, ref_logp=ref, importance_sampling_level="sequence", delta=delta,
+                             use_bias_correction_kl=True)
+        assert stats["mean_kl"] == pytest.approx(float((s * k3 * mask).sum() / mask.sum()), rel=1e-12)
+
+
+def test_clip_stats_split_low_and_high_and_count_sequences_at_the_sequence_level():
+    logp = torch.log(torch.tensor([[1.5, 1.0], [1.5, 1.0], [0.5, 1.0], [0.5, 1.0]]))
+    old, adv = torch.zeros(4, 2), torch.tensor([1.0, -1.0, -1.0, 1.0])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    _, stats = grpo_loss(logp, old, adv, mask)           # binds: row 0 token 0 (high), row 2 token 0 (low)
+    assert stats["clip_high_fraction"] == pytest.approx(1 / 7) and stats["clip_low_fraction"] == pytest.approx(1 / 7)
+    assert stats["clip_fraction"] == pytest.approx(2 / 7)
+    assert stats["clip_high_max"] == pytest.approx(0.5) and stats["clip_low_min"] == 0.0
+    seq = torch.log(torch.tensor([[1.5], [1.5], [0.5], [0.5]])).expand(4, 2).contiguous()
+    _, stats = grpo_loss(seq, old, adv, mask, importance_sampling_level="sequence")
+    assert (stats["clip_high_fraction"], stats["clip_low_fraction"], stats["clip_fraction"]) == (0.25, 0.25, 0.5)
+    assert stats["clip_high_max"] == 1.0
+
+
+def test_bad_kl_knobs():
+    logp, old, ref, adv, mask = batch()
+    with pytest.raises(ValueError, match="kl_estimator"):
+        grpo_loss(logp, old, adv, mask, beta=0.1, ref_logp=ref, kl_estimator="k4")
+    with pytest.raises(ValueError, match="use_bias_correction_kl"):
+        grpo_loss(logp, old, adv, mask, beta=0.1, ref_logp=ref, use_bias_correction_kl=1)
+    with pytest.raises(ValueError, match="kl_placement"):
+        GRPOConfig(kl_placement="advantage")
+    with pytest.raises(ValueError, match="kl_placement='reward' takes kl_estimator='k1'"):
+        GRPOConfig(kl_placement="reward")
+    with pytest.raises(ValueError, match="use_bias_correction_kl=False"):
+        GRPOConfig(kl_placement="reward", kl_estimator="k1", use_bias_correction_kl=True)
+    with pytest.raises(ValueError, match="delta"):
+        GRPOConfig(delta=1.0)
+    with pytest.raises(ValueError, match="use_bias_correction_kl"):
+        GRPOConfig(use_bias_correction_kl="yes")
+
+
+# ---- the trainer ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def warm():
+    from rl4llm.warmstart import warm_start
+    return warm_start().model
+
+
+TINY = dict(steps=3, prompts_per_step=4, group_size=4, warmup_steps=2, eval_every=3, device="cpu")
+
+
+def test_defaults_pass_the_default_kl_knobs_to_the_loss():
+    options = GRPOConfig(beta=0.1).loss_options()
+    assert (options["beta"], options["kl_estimator"], options["use_bias_correction_kl"], options["delta"]) == \
+        (0.1, "k3", False, None)
+    assert GRPOConfig(beta=0.1, kl_placement="reward", kl_estimator="k1").loss_options()["beta"] == 0.0
+
+
+def test_kl_in_the_reward_shapes_the_advantages(warm):
+    """kl_placement="reward": A = group_advantages(r - beta sum_t (log pi_old - log pi_ref)), and the loss
+    has no KL term; checked on a policy moved away from the reference so that the KL is not 0."""
+    config = GRPOConfig(**TINY, beta=0.5, kl_placement="reward", kl_estimator="k1", lr=1e-2)
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config)
+    trainer.train(2, progress=False)
+    batch = trainer.rollout()
+    with torch.no_grad():
+        ref, _ = completion_logprobs(trainer.reference, batch.rollout.tokens, batch.rollout.prompt_len)
+    k1 = ((batch.rollout.logp - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
+    assert float(k1.abs().max()) > 1e-3
+    expected = group_advantages((batch.rewards - 0.5 * k1).numpy()).reshape(-1)
+    np.testing.assert_allclose(batch.advantages.numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(batch.ref_logp.numpy(), ref.numpy(), atol=1e-6)
+
+
+def test_trl_named_metrics_and_aliases(warm):
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY, inner_steps=2, lr=1e-2)).train(progress=False)
+    m = trainer.metrics
+    assert set(m) == set(METRICS) | set(METRIC_ALIASES) and all(len(m[k]) == 3 for k in METRICS)
+    assert {"reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", *CLIP_METRICS, "completions/mean_length",
+            "completions/max_length", "completions/clipped_ratio", "loss", "grad_norm", "learning_rate"} <= set(m)
+    for alias, name in METRIC_ALIASES.items():
+        assert m[alias] is m[name]
+    assert m["learning_rate"] == [1e-2 * trainer._lr_factor(u) for u in range(3)]
+    assert all(lo <= mean <= hi for lo, mean, hi in zip(m["completions/min_length"], m["completions/mean_length"],
+                                                        m["completions/max_length"]))
+    assert all(0.0 <= x <= 1.0 for k in (*CLIP_METRICS, "completions/clipped_ratio") for x in m[k])
+    assert max(m["clip_ratio/region_mean"]) > 0                      # K = 2 at lr 1e-2: the second step clips
+    for step, region in zip(range(3), m["clip_ratio/region_mean"]):
+        assert region == pytest.approx(m["clip_ratio/low_mean"][step] + m["clip_ratio/high_mean"][step])
+    loaded = metric_log({k: list(m[k]) for k in METRICS})
+    assert loaded["clip_fraction"] is loaded["clip_ratio/region_mean"]
+
+
+def test_the_clipped_ratio_counts_completions_cut_at_the_cap():
+    task = AdditionTask(seed=0)
+    model = GPT(GPTConfig())                                          # untrained: rarely stops by itself
+    trainer = GRPOTrainer(model, task, GRPOConfig(**TINY)).train(1, progress=False)
+    assert trainer.metrics["completions/max_length"][0] <= trainer.config.max_new_tokens
+    assert 0.0 < trainer.metrics["completions/clipped_ratio"][0] <= 1.0
+
+
+# ---- chapter 19 ----------------------------------------------------------------------------------
+def test_first_step_loss_is_zero_and_its_gradient_is_the_weighted_one_hots():
+    answers, rewards = [2, 1, 1, 0], [1.0, 0.0, 0.0, 0.0]
+    loss, gradient = first_step(answers, rewards)
+    A = group_advantages(np.array(rewards))
+    assert abs(loss) < 1e-12
+    np.testing.assert_allclose(gradient, -np.bincount(answers, weights=A, minlength=5) / 4, atol=1e-12)
+    assert np.linalg.norm(gradient) == pytest.approx(math.sqrt(14 / 3) / 4, rel=1e-6)
+    with pytest.raises(ValueError, match="answers"):
+        first_step([7, 1], [1.0, 0.0])
+    with pytest.raises(ValueError, match="rewards"):
+        first_step([2, 1], [1.0])
+    assert first_step([2, 1], [1.0, 0.0], logits=LOGITS)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_tagged_verifier_never_rewards_this_model_but_reads_tags():
+    task = TaggedAnswerTask(seed=0)
+    tok = task.tokenizer
+    pairs = np.array([[7, 45], [7, 45]])
+    ids = np.array([tok.encode("52<eos>"), tok.encode("53<eos>")])
+    assert task.rewards(pairs, ids).tolist() == [0.0, 0.0]
+    assert AdditionTask(seed=0).rewards(pairs, ids).tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="completion_ids"):
+        task.rewards(pairs, ids[:1])
+
+
+def test_the_flat_run_never_moves(warm):
+    runs = train_runs(warm, AdditionTask(seed=0), [0], {"flat": RUNS["every group flat"]},
+                      base=GRPOConfig(**TINY, beta=0.04))
+    (trainer,) = runs["flat"]
+    m = trainer.metrics
+    assert m["frac_reward_zero_std"] == [1.0] * 3 and m["grad_norm"] == [0.0] * 3 and max(m["kl"]) < 1e-6
+    assert all(x == 0.0 for x in m["loss"]) and trainer.config.beta == 0.0
+    assert all(torch.equal(p, q) for p, q in zip(trainer.policy.parameters(), trainer.reference.parameters()))
+    with pytest.raises(ValueError, match="seeds"):
+        train_runs(warm, AdditionTask(seed=0), [])
+
+
+@pytest.mark.parametrize("exercise, expected", [("ex-ch19-loss-at-start", -(1 * 3 + (-1) * 2) / 5),
+                                                ("ex-ch19-gradient-at-start", math.sqrt(14 / 3) / 4)])
+def test_chapter_19_by_hand_exercises(exercise, expected):
+    """The values by hand (dapo's token sum over 5 tokens; |-(1/4)(sqrt3 e5 - (2/sqrt3) e4 - (1/sqrt3) e0)|),
+    and every listed mistake its own message."""
+    from rl4llm.exercises import SPECS, answer_key, check
+
+    spec = SPECS[exercise]
+    assert spec.value == pytest.approx(expected, abs=1e-6) and spec.chapter == 19
+    assert check(exercise, expected).startswith("Correct:")
+    for wrong, explanation in spec.mistakes:
+        assert check(exercise, wrong) == f"Not yet: {explanation}.", explanation
+    assert exercise in answer_key()
