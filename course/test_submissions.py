@@ -3,8 +3,10 @@
     python -m pytest -p no:cacheprovider -o addopts= course/test_submissions.py --submissions path/to/folder -rA
 
 Every ``*.ipynb`` under the folder (an nbgrader assignment ``partN.ipynb`` from course/release, or a
-chapter of the student edition) gets one test per coding exercise it was handed out with, named like
-``alice/part1.ipynb::Exercise 1.4 (ch01-write-softmax)``. Each test grades the student's cell out of
+chapter of the student edition) gets one test per exercise it was handed out with that a grader
+checks (an assignment's coding and by-hand exercises; a chapter's coding exercises, since a chapter
+has no cell for a by-hand answer), named like ``alice/part1.ipynb::Exercise 1.4 (ch01-write-softmax)``.
+Written work and experiments are graded by hand (nbgrader's formgrader). Each test grades the student's cell out of
 process (``rl4llm.grading``: a fresh Python, the library blocked, a time limit per exercise) and
 passes or fails on the grader's verdict, whose message the failure shows. Nothing else in the
 notebook runs, so a hanging or crashing cell costs only its own exercise. `-o addopts=` turns off

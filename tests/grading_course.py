@@ -73,8 +73,11 @@ def submission(course: Path, part: str, wrong: bool = False, blank: bool = False
     nb = json.loads(json.dumps(release))
     spoiled = set()
     for cell, answer in zip(solution_cells(nb), solution_cells(source)):
-        exercise = exercises[cell["metadata"]["nbgrader"]["grade_id"]]
+        exercise = exercises.get(cell["metadata"]["nbgrader"]["grade_id"])
         if blank:
+            continue
+        if exercise is None:                  # a written exercise or an experiment, graded by hand
+            cell["source"] = "My prediction, my runs and what I make of them."
             continue
         code = MARKERS.sub("", "".join(answer["source"]))
         if wrong and exercise.by_hand not in spoiled:
@@ -102,7 +105,7 @@ ADVERSARIAL = {
 #: Part I's by-hand answers from the same student, with what the grader says of each ({name}: the
 #: answer's variable, {label}: the exercise, {comma}: the right answer with a decimal comma).
 ADVERSARIAL_BY_HAND = {
-    "reads the answer key": ("from rl4llm.exercises import answer_key\n{name} = answer_key()[\"{label}\"][\"value\"]\n",
+    "reads the answer key": ("from rl4llm.exercises import SPECS\n{name} = SPECS[\"{label}\"].value\n",
                              "uses the library (rl4llm.exercises)"),
     "not a number": ("{name} = \"about a tenth\"\n", "enter one number"),
     "an emptied cell": ("", "does not set {name}"),
@@ -118,7 +121,9 @@ def adversarial(course: Path) -> dict:
     nb = json.loads(json.dumps(release))
     coding, by_hand = iter(ADVERSARIAL.values()), iter(ADVERSARIAL_BY_HAND.values())
     for cell, answer in zip(solution_cells(nb), solution_cells(source)):
-        exercise = exercises[cell["metadata"]["nbgrader"]["grade_id"]]
+        exercise = exercises.get(cell["metadata"]["nbgrader"]["grade_id"])
+        if exercise is None:                  # graded by hand: left as released
+            continue
         if exercise.by_hand:
             comma = f"{SPECS[exercise.check_id].value:.6f}".replace(".", ",")
             cell["source"] = next(by_hand)[0].format(name=exercise.function, label=exercise.check_id, comma=comma)
@@ -167,19 +172,22 @@ def feedback(course: Path, student: str, part: str) -> dict[str, str]:
     """What the autograded notebook's test cells say, by grade id."""
     nb = json.loads((course / "autograded" / student / part / f"{part}.ipynb").read_text())
     return {c["metadata"]["nbgrader"]["grade_id"].removesuffix("-check"):
-            "".join(o.get("text", "") for o in c["outputs"]) for c in graded_cells(nb)}
+            "".join(o.get("text", "") for o in c["outputs"]) for c in graded_cells(nb) if c["cell_type"] == "code"}
 
 
 # ----------------------------------------------------------------------------- the tests each part's file runs
 def test_nbgrader_scores_a_right_a_wrong_and_a_blank_submission(graded, request):
-    """alice gets every point; bob loses one coding exercise's points and one by-hand exercise's, each
-    with its diagnosis in the feedback (the by-hand one names his common wrong number's slip); carol,
-    who handed in the stubs, gets 0, each by-hand exercise told that it has no answer yet."""
+    """alice gets every point graded automatically (the written work and experiments wait for the
+    instructor's grading, and count in the maximum); bob loses one coding exercise's points and one
+    by-hand exercise's, each with its diagnosis in the feedback (the by-hand one names his common wrong
+    number's slip); carol, who handed in the stubs, gets 0, each by-hand exercise told that it has no
+    answer yet."""
     scores, course = graded
     part = request.module.PART
-    exercises = answers(course, part)[2].values()
+    _, source, exercises = answers(course, part)
+    exercises = exercises.values()
     full = sum(e.points for e in exercises)
-    assert scores["alice"] == (full, full), scores
+    assert scores["alice"] == (full, sum(c["metadata"]["nbgrader"]["points"] for c in graded_cells(source))), scores
     first = {by_hand: next(e for e in exercises if e.by_hand is by_hand) for by_hand in (False, True)}
     assert scores["bob"][0] == full - first[False].points - first[True].points, scores
     assert scores["carol"][0] == 0, scores

@@ -36,6 +36,8 @@ def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
     found = {}
     for part, nb in assignments().items():
         for cell in graded_cells(nb):
+            if "assert_correct(" not in "".join(cell["source"]):
+                continue                               # graded by hand
             call = "".join(cell["source"]).rsplit("assert_correct(", 1)[1]
             label = json.loads(call.split(",")[0])
             if isinstance(SPECS.get(label), NumericExercise):
@@ -43,6 +45,26 @@ def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
                 assert cell["metadata"]["nbgrader"]["points"] == POINTS["by hand"]
     assert set(found) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
     assert all(SPECS[label].chapter in PARTS[part][1] for label, part in found.items()), found
+
+
+def test_each_assignment_holds_what_the_syllabus_assigns_with_its_points():
+    """A part's graded cells are the exercises the syllabus assigns from its chapters, each worth the
+    syllabus's points: autograded cells for by-hand and coding work, manually graded answer cells for
+    written work and experiments; so the plans and the gradebook add up the same."""
+    from rl4llm.coursework import exercises
+    from rl4llm.syllabus import RUBRICS, assigned, kind, points
+
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    for part, nb in assignments().items():
+        planned = {e.label.removeprefix("ex-"): e for path in chapters if int(path.name[:2]) in PARTS[part][1]
+                   for e in assigned(exercises(path))}
+        cells = {c["metadata"]["nbgrader"]["grade_id"].removesuffix("-check"): c for c in graded_cells(nb)}
+        assert set(cells) == set(planned), part
+        for grade_id, e in planned.items():
+            meta = cells[grade_id]["metadata"]["nbgrader"]
+            assert meta["points"] == points(e), grade_id
+            assert (cells[grade_id]["cell_type"], meta["solution"]) == (
+                ("markdown", True) if kind(e) in RUBRICS else ("code", False)), grade_id
 
 
 def _by_hand_lines(source: dict) -> list[str]:
@@ -63,7 +85,8 @@ def test_the_release_holds_no_solution_and_no_by_hand_answer(generated_course):
         release, source, exercises = answers(generated_course, part)
         text = json.dumps(release, ensure_ascii=False)
         assert BEGIN not in text
-        assert all("raise NotImplementedError()" in "".join(c["source"]) for c in solution_cells(release))
+        assert all("raise NotImplementedError()" in "".join(c["source"]) if c["cell_type"] == "code" else
+                   "".join(c["source"]) == "YOUR ANSWER HERE" for c in solution_cells(release))
         lines = _by_hand_lines(source)
         assert len(lines) == sum(e.by_hand for e in exercises.values()) > 0, part
         values = [SPECS[e.check_id].value for e in exercises.values() if e.by_hand]

@@ -197,9 +197,11 @@ def student_notebook(nb: dict, functions: set[str] = frozenset()) -> dict:
 
 
 def _nbgrader(kind: str, grade_id: str, points: int = 0) -> dict:
-    meta = {"grade_id": grade_id, "schema_version": 3, "solution": kind == "solution",
-            "grade": kind == "test", "locked": kind != "solution", "task": False}
-    if kind == "test":
+    """nbgrader's metadata of a cell: "markdown" (locked text), "solution" (the student's cell), "test"
+    (locked, autograded) or "manual" (the student's answer, graded by hand)."""
+    meta = {"grade_id": grade_id, "schema_version": 3, "solution": kind in ("solution", "manual"),
+            "grade": kind in ("test", "manual"), "locked": kind not in ("solution", "manual"), "task": False}
+    if kind in ("test", "manual"):
         meta["points"] = points
     return {"nbgrader": meta}
 
@@ -229,15 +231,16 @@ def _answer_cell(e: Exercise) -> str:
 
 
 def source_assignment(part: str, chapters: list[Path]) -> dict:
-    """nbgrader's source notebook for one part: its chapters' coding and by-hand exercises, in the
-    book's order. Each is a solution cell (a coding exercise's starter with the reference body between
-    nbgrader's markers; a by-hand exercise's answer, :func:`answer_name` ``= value``, between them) and
-    a locked, graded test cell that fails with ``rl4llm.exercises``'s verdict."""
-    from .syllabus import POINTS            # the syllabus builds on this module's Exercise
+    """nbgrader's source notebook for one part: what the syllabus assigns from its chapters, in the
+    book's order. A coding or by-hand exercise is a solution cell (a coding exercise's starter with the
+    reference body between nbgrader's markers; a by-hand exercise's answer, :func:`answer_name`
+    ``= value``, between them) and a locked, graded test cell that fails with ``rl4llm.exercises``'s
+    verdict; a written exercise or an experiment is its text with its rubric and a manually graded
+    answer cell worth the rubric's points."""
+    from .syllabus import POINTS, RUBRICS, assigned, kind     # the syllabus builds on this module's Exercise
     title, numbers = PARTS[part]
-    chosen = [e for path in chapters if chapter_number(path) in numbers
-              for e in exercises(path) if e.kind in ("coding", "by hand")]
-    listed = {kind: ", ".join(e.number for e in chosen if e.kind == kind) for kind in ("coding", "by hand")}
+    chosen = [e for path in chapters if chapter_number(path) in numbers for e in assigned(exercises(path))]
+    listed = {k: ", ".join(e.number for e in chosen if kind(e) == k) or "none" for k in POINTS}
     intro = (f"# {title}: coding and by-hand exercises\n\n"
              "A **coding** exercise asks for one function of the library, written from its formula, with the "
              "library function's signature. Write it in the cell under the exercise (replace the stub), then run "
@@ -255,11 +258,23 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
              "own functions are not available there, except, to a coding exercise, `softmax`, `log_softmax` and "
              "the toy's constants (and `grpo_loss` where an exercise says you may call it); a by-hand cell may "
              "import nothing of the library (Python's or numpy's arithmetic is fine).\n\n"
-             f"The coding exercises are {listed['coding']}; the by-hand exercises are {listed['by hand']}, as "
-             "numbered in the book.")
+             "A **written** exercise or an **experiment** is answered in the cell under it (add cells for code "
+             "and plots as you need them) and graded by hand with the rubric printed with it.\n\n"
+             f"The coding exercises are {listed['coding']}; the by-hand exercises {listed['by hand']}; the "
+             f"written ones {listed['written']}; the experiments {listed['experiment']}, as numbered in the book.")
     cells = [_cell("markdown", intro, _nbgrader("markdown", f"{part}-intro"))]
     for e in chosen:
         grade_id = e.label.removeprefix("ex-")
+        if kind(e) in RUBRICS:
+            rubric = "\n".join(f"- {c.points} point{'' if c.points == 1 else 's'}: {c.earns}" for c in RUBRICS[kind(e)])
+            cells += [
+                _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()} ({kind(e)})\n\n"
+                                  f"{handed_out(e.text)}\n\nGraded by hand, {POINTS[kind(e)]} points:\n\n{rubric}",
+                      _nbgrader("markdown", f"{grade_id}-text")),
+                _cell("markdown", f"Grade against the solution of Exercise {e.number} in the book, with the rubric "
+                                  "above.", _nbgrader("manual", grade_id, points=POINTS[kind(e)])),
+            ]
+            continue
         by_hand = e.kind == "by hand"
         check_id, defined = (e.label, answer_name(e.number)) if by_hand else (e.check_id, e.function)
         cells += [
