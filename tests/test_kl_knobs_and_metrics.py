@@ -213,3 +213,19 @@ def test_chapter_19_by_hand_exercises(exercise, expected):
     for wrong, explanation in spec.mistakes:
         assert check(exercise, wrong) == f"Not yet: {explanation}.", explanation
     assert exercise in answer_key()
+
+
+def test_the_sampler_mismatch_is_logged_under_trls_names(warm):
+    """With a rollout engine (chapter 20) the trainer logs TRL's sampling/* metrics: the gap between the
+    trainer's and the sampler's log-probs and the importance weights; without one they are NaN."""
+    from rl4llm.trainer import SAMPLING_METRICS
+
+    own = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY)).train(1, progress=False)
+    assert all(math.isnan(own.metrics[k][0]) for k in SAMPLING_METRICS)
+    engine = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY, sampler_precision="bfloat16",
+                                                                vllm_importance_sampling_mode="sequence_truncate"))
+    m = engine.train(2, progress=False).metrics
+    gap_mean, gap_max = m["sampling/sampling_logp_difference/mean"][-1], m["sampling/sampling_logp_difference/max"][-1]
+    assert 0 < gap_mean <= gap_max
+    low, mean, high = (m[f"sampling/importance_sampling_ratio/{k}"][-1] for k in ("min", "mean", "max"))
+    assert 0 < low <= mean <= high <= 3.0
