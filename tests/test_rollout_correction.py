@@ -123,7 +123,8 @@ def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, thre
                             batch.mask, ref_logp=batch.ref_logp, **config.loss_options())
     our_grads = dict(zip(params, torch.autograd.grad(ours, list(params.values()))))
     with quiet(), tempfile.TemporaryDirectory() as tmp:
-        trl_trainer = trl_loss_trainer(policy, batch, config, tmp)
+        # TRL's engine is vLLM, which it switches on here (use_vllm); its config maps the rest of the book's
+        trl_trainer = trl_loss_trainer(policy, batch, dataclasses.replace(config, sampler_precision="float32"), tmp)
         trl_trainer.use_vllm, trl_trainer.vllm_importance_sampling_correction = True, mode is not None
         trl_trainer.off_policy_mask_threshold = threshold
         inputs = trl_loss_inputs(batch) | {"sampling_per_token_logps": sampler_logp}
