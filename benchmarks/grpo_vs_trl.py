@@ -1,139 +1,283 @@
-"""rl4llm's GRPO trainer against TRL's GRPOTrainer, on equal terms, on the task of chapter 15.
+"""rl4llm's GRPO trainer against TRL's GRPOTrainer, both swept over the same grid, on chapter 15's task.
 
-    python benchmarks/grpo_vs_trl.py [--seeds 0 1 2] [--budget 60] [--threads N] [--max-steps 1000] [--device cpu]
+    python benchmarks/grpo_vs_trl.py [--parts sweep best speed profile budget] [--record PATH] [--device cpu]
 
-Both sides start from the same warm start (the checkpoint shipped with rl4llm, bitwise the same on
-every machine), the same tiny GPT-2-shaped model (about 100k parameters; its weights are copied into
-transformers' GPT2LMHeadModel for TRL), the same fixed-width prompts and the same verifier.
-Held-out greedy accuracy (500 prompts, never trained on in either order) is measured by the same
-function for both every ``EVAL_EVERY`` steps, outside both clocks: a clock runs only from the start
-to the end of each training step (sampling, scoring, loss, backward, optimizer). Every figure is
-given for each seed, with the median and min-max over seeds. Four comparisons:
+Both sides start from the shipped warm start (bitwise the same on every machine), train the same
+tiny GPT-2-shaped model (its weights copied into transformers' GPT2LMHeadModel for TRL) with the
+same verifier, on one CPU thread each, one process at a time, and are measured by the same clock:
+training wall time per step (sampling, scoring, loss, backward, optimizer), with held-out greedy
+accuracy (500 prompts, never trained on in either order) every ``EVAL_EVERY`` steps outside it.
+Process CPU time is recorded beside wall time, and the load average (``os.getloadavg``) before and
+after every run, because the machine is shared.
 
-(a) **each tuned**: seconds of training to 0.64 held-out accuracy, each trainer with its own recipe:
-    TRL as tuned for this task (32 prompts x 8, lr 3e-4, 20 warmup steps, fp32, no activation
-    checkpointing, its other defaults: ``loss_type="dapo"``, sample std, flat groups kept, linear
-    decay over ``--max-steps``); rl4llm with the chapter's (64 x 8, lr 1e-3, ``grpo``, population
-    std, flat groups dropped, linear decay over ``--max-steps``).
-(b) **the same recipe**: TRL's tuned recipe for both, translated for rl4llm by
-    ``rl4llm.trl_knobs.trl_config_kwargs`` (same prompts x G, lr, warmup and decay, ``dapo``, std
-    scaling, flat groups kept, fp32, torch AdamW): sampled tokens per second and seconds to 0.64. What
-    still differs: TRL's std is the sample std plus 1e-4, the book's the population std plus 1e-8.
-(c) tokens per second for both over the same window, from the warm start to the target, in (a).
-(d) rl4llm's accuracy after ``--budget`` seconds of training, with a step budget so large that the
-    time budget always ends first (checked: ``rl4llm_step_budget_ended_first`` must be false).
+What is the same on both sides, by construction:
 
-Then one profiled run per trainer at the same recipe splits the time of a step into sampling (with
-scoring and advantages), forward + loss, backward, optimizer, and the rest (Python and framework
-overhead). The LAST line printed is one JSON object with every figure and the machine.
+- **prompts**: the trainer's shuffled epochs (:func:`rl4llm.trainer.prompt_indices`: each epoch a
+  seeded permutation of the training prompts cut into steps, an incomplete last step dropped, as
+  TRL's ``RepeatSampler`` does); TRL gets the same sequence as its dataset with
+  ``shuffle_dataset=False``, and every TRL run checks that the prompts its reward function saw at
+  each step are the trainer's (``paired_prompts``). The runs of a seed are therefore paired: the
+  same prompts at the same step (the sampled completions differ: each library has its own sampler);
+- **learning rate**: the trainer's schedule (:func:`rl4llm.trainer.lr_factor`: warmup factor
+  (u + 1) / W at update u, times a linear decay to 0 at ``MAX_STEPS``) is TRL's scheduler too;
+- **optimizer**: torch's fused AdamW on both (TRL's own default ``adamw_torch_fused``);
+- everything else ``rl4llm.trl_knobs.trl_config_kwargs`` maps (G = 8, eps 0.2, no KL, std scaling,
+  flat groups kept, gradient clip 1, fp32, no activation checkpointing). What still differs: TRL's
+  advantages divide by the sample std plus 1e-4, the book's by the population std plus 1e-8.
+
+Parts (``--parts``; each adds its results to the record, a JSON file, and rows already there are kept):
+
+sweep    every recipe of ``GRID`` (learning rate x prompts per step x loss type, G = 8) on both
+         sides, three seeds each, to ``TARGET`` held-out accuracy or ``STEP_CAP`` steps: training
+         seconds and sampled tokens to the target.
+best     each side's best recipe (the smallest median seconds to the target among recipes that
+         reach it on every seed), both re-run with their seeds interleaved (rl4llm seed 0, TRL seed 0,
+         rl4llm seed 1, ...) so that load falls on both alike: seconds and tokens to the target.
+speed    implementation speed only, at one recipe for both (``SPEED_RECIPE``): interleaved pairs of
+         ``--speed-steps`` training steps, rl4llm then TRL, same seed and prompts; sampled tokens per
+         second of each and their ratio per pair.
+profile  the per-step profile at ``SPEED_RECIPE`` (32 x 8, dapo), interleaved: the same four phases
+         on both sides (rollout = sampling, scoring and advantages; forward and loss; backward;
+         gradient clip and optimizer step) and the rest.
+trainer-profile  rl4llm's profile with the library of ``--before`` (a git revision) and with this one,
+         each in its own process, alternately: the trainer's speed-up, phase by phase.
+budget   rl4llm's best recipe for ``--budget`` seconds of training (three seeds): held-out accuracy.
+
+The LAST line printed is the record's summary as one JSON object.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
 import statistics
+import subprocess
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, replace
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from rl4llm.evaluation import greedy_accuracy
 from rl4llm.model import from_gpt2
-from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
+from rl4llm.tasks import AdditionTask
 from rl4llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
 from rl4llm.trl_knobs import trl_config_kwargs
 from rl4llm.trl_run import trl_grpo_trainer
 from rl4llm.warmstart import warm_start
 
+
 TARGET = 0.64
 EVAL_EVERY = 10
-PHASES = ("sampling", "forward_and_loss", "backward", "optimizer", "other")
+MAX_STEPS = 1000        # the learning rate decays linearly to 0 at this step, on both sides
+STEP_CAP = 400          # a sweep run still below TARGET after this many steps stops: "not reached"
+PATIENCE = 100          # ... and so does one whose best held-out accuracy has not risen for this many steps
+GRID = {"lr": (2e-3, 1e-3, 3e-4), "prompts_per_step": (32, 64), "loss_type": ("dapo", "grpo")}
+SEEDS = (0, 1, 2)
+SPEED_RECIPE = {"lr": 3e-4, "prompts_per_step": 32, "loss_type": "dapo"}
+PHASES = ("rollout", "forward_and_loss", "backward", "optimizer", "other")
+DEVICE = "cpu"          # --device sets it
+THREADS = 1
+RECORD = Path(__file__).parent / "results" / "grpo_vs_trl_2core_cpu.json"
 
 
-DEVICE = "cpu"      # --device sets it: "cpu" or "cuda"
+def recipe(lr: float, prompts_per_step: int, loss_type: str, seed: int) -> GRPOConfig:
+    """One cell of the grid as the book's config; TRL runs ``trl_kwargs`` of the same config."""
+    return GRPOConfig(seed=seed, steps=MAX_STEPS, prompts_per_step=prompts_per_step, group_size=8, lr=lr,
+                      warmup_steps=20, anneal_lr=True, loss_type=loss_type, scale_rewards=True,
+                      drop_zero_variance=False, log_kl=False, eval_every=EVAL_EVERY, num_threads=THREADS,
+                      device=DEVICE)
 
 
-def rl4llm_tuned(seed: int, threads: int, steps: int) -> GRPOConfig:
-    """rl4llm's own recipe: the chapter's settings, decaying over ``steps``."""
-    return GRPOConfig(seed=seed, steps=steps, prompts_per_step=64, group_size=8, lr=1e-3, warmup_steps=20,
-                      anneal_lr=True, drop_zero_variance=True, log_kl=False, eval_every=EVAL_EVERY,
-                      num_threads=threads, device=DEVICE)
+def trl_kwargs(config: GRPOConfig) -> dict:
+    """``trl_config_kwargs`` of the config, with TRL's fused AdamW and the prompts in the dataset's order."""
+    return trl_config_kwargs(config) | {"optim": "adamw_torch_fused", "shuffle_dataset": False}
 
 
-def same_recipe(seed: int, threads: int, steps: int) -> GRPOConfig:
-    """TRL's tuned recipe, as an rl4llm config (translated back to TRL by ``trl_config_kwargs``)."""
-    return GRPOConfig(seed=seed, steps=steps, prompts_per_step=32, group_size=8, lr=3e-4, warmup_steps=20,
-                      anneal_lr=True, loss_type="dapo", scale_rewards=True, drop_zero_variance=False,
-                      log_kl=False, eval_every=EVAL_EVERY, num_threads=threads, device=DEVICE)
+def load() -> list:
+    """The 1, 5 and 15 minute load averages, rounded."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
-def trl_tuned_kwargs(seed: int, steps: int) -> dict:
-    """TRL as tuned for this task: its defaults but for batch, lr, warmup, fp32, no checkpointing."""
-    return {"per_device_train_batch_size": 32 * 8, "num_generations": 8, "learning_rate": 3e-4,
-            "warmup_steps": 20, "max_steps": steps, "bf16": False, "activation_checkpointing": False,
-            "seed": seed, "use_cpu": DEVICE == "cpu", "temperature": 1.0,
-            "max_completion_length": MAX_COMPLETION_LEN}
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def summary(values: list) -> dict:
-    """Median, min and max of the values that are not None (None if any is None: a seed missed)."""
+def summary(values) -> dict:
+    """Median, min and max (None when any value is None: a seed did not reach the target)."""
+    values = list(values)
     if not values or any(v is None for v in values):
         return {"median": None, "min": None, "max": None}
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def at_target(evals: dict, tokens_before: list) -> tuple:
-    """(training seconds, sampled tokens) at the first evaluation at or above TARGET, or (None, None)."""
-    for step, accuracy, seconds in zip(evals["step"], evals["accuracy"], evals["train_seconds"]):
-        if accuracy >= TARGET:
-            return seconds, tokens_before[step]
-    return None, None
+class StepLog:
+    """Cumulative wall and CPU seconds and sampled tokens after every step, and the evaluations."""
+
+    def __init__(self):
+        self.wall, self.cpu, self.tokens = [0.0], [0.0], [0]
+        self.evals = []                              # (step, accuracy)
+        self._wall = self._cpu = None
+
+    def start(self):
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def stop(self, tokens: int):
+        self.wall.append(self.wall[-1] + time.perf_counter() - self._wall)
+        self.cpu.append(self.cpu[-1] + time.process_time() - self._cpu)
+        self.tokens.append(tokens)
+
+    def evaluate(self, step: int, accuracy: float) -> float:
+        self.evals.append((step, accuracy))
+        return accuracy
+
+    def stalled(self) -> bool:
+        """No new best held-out accuracy over the last PATIENCE steps (the run has collapsed or plateaued)."""
+        best_step = max(self.evals, key=lambda e: (e[1], -e[0]))[0]
+        return self.evals[-1][0] - best_step >= PATIENCE
+
+    def result(self) -> dict:
+        """Seconds (wall, CPU), tokens and steps to the first evaluation at or above TARGET."""
+        hit = next((s for s, a in self.evals if a >= TARGET), None)
+        steps = len(self.wall) - 1
+        at = (lambda series: series[hit] if hit is not None else None)
+        return {"reached": hit is not None, "steps_to_target": hit, "seconds_to_target": at(self.wall),
+                "cpu_seconds_to_target": at(self.cpu), "tokens_to_target": at(self.tokens),
+                "steps": steps, "train_seconds": self.wall[-1], "cpu_seconds": self.cpu[-1],
+                "tokens": self.tokens[-1], "tokens_per_second": self.tokens[-1] / self.wall[-1] if steps else None,
+                "final_accuracy": self.evals[-1][1], "evals": self.evals}
 
 
 # ---- rl4llm ------------------------------------------------------------------------------------
-def run_rl4llm(warm, task, config: GRPOConfig, *, stop_at_target: bool, budget: float | None = None) -> dict:
-    trainer = GRPOTrainer(warm.model, task, config)
+def run_rl4llm(warm, task, config: GRPOConfig, *, steps: int, to_target: bool = True,
+               budget: float | None = None) -> dict:
+    """Up to ``steps`` steps (stopping at TARGET when ``to_target``, or after ``budget`` seconds)."""
+    trainer, log = GRPOTrainer(warm.model, task, config), StepLog()
     with torch_threads(config.num_threads):
-        trainer.evaluate()
-        while trainer.step_count < config.steps:
-            trainer.step()
-            if trainer.step_count % EVAL_EVERY == 0 or trainer.step_count == config.steps:
-                if trainer.evaluate() >= TARGET and stop_at_target:
+        log.evaluate(0, trainer.evaluate())
+        while trainer.step_count < steps:
+            log.start()
+            row = trainer.step()
+            log.stop(log.tokens[-1] + row["tokens"])
+            out_of_time = budget is not None and log.wall[-1] >= budget
+            if trainer.step_count % EVAL_EVERY == 0 or out_of_time:
+                accuracy = log.evaluate(trainer.step_count, trainer.evaluate())
+                if to_target and (accuracy >= TARGET or log.stalled()):
                     break
-            if budget is not None and trainer.train_seconds >= budget:
-                trainer.evaluate()
+            if out_of_time:
                 break
-    tokens = np.concatenate([[0], np.cumsum(trainer.metrics["tokens"])]).tolist()
-    seconds, window_tokens = at_target(trainer.evals, tokens)
-    label = f"rl4llm seed {config.seed} ({'budget' if budget else 'to target'})"
-    print(f"  {label}: {trainer.step_count} steps, {trainer.train_seconds:.1f} s, accuracy "
-          f"{trainer.evals['accuracy'][-1]:.3f}, to {TARGET}: {seconds and round(seconds, 2)} s", flush=True)
-    return {"seconds_to_target": seconds, "final_accuracy": trainer.evals["accuracy"][-1],
-            "steps": trainer.step_count, "train_seconds": trainer.train_seconds,
-            "tokens_per_second": tokens[-1] / trainer.train_seconds,
-            "window_tokens_per_second": window_tokens / seconds if seconds else None}
+    return log.result()
+
+
+# ---- TRL ---------------------------------------------------------------------------------------
+def trl_trainer(warm, task, config: GRPOConfig, workdir: str, callbacks=(), counter=None, seen=None):
+    """TRL's GRPOTrainer at the config's recipe, the trainer's prompt order and learning-rate schedule.
+
+    ``seen`` (a list) receives the prompts of every step as TRL's reward function gets them.
+    """
+    from datasets import Dataset
+
+    from rl4llm.trainer import lr_factor, prompt_indices
+
+    trainer = trl_grpo_trainer(warm.model, task, trl_kwargs(config), output_dir=workdir, callbacks=list(callbacks),
+                               counter=counter, logging_steps=10_000)
+    order = np.concatenate([prompt_indices(len(task.train_pairs), config.prompts_per_step, config.seed, s)
+                            for s in range(config.steps)])
+    trainer.train_dataset = Dataset.from_dict({"prompt": task.prompts(task.train_pairs[order])})
+
+    def create_scheduler(num_training_steps, optimizer=None):
+        if trainer.lr_scheduler is None:
+            trainer.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                optimizer or trainer.optimizer,
+                lambda u: lr_factor(u // config.inner_steps, config.warmup_steps, config.steps, config.anneal_lr))
+        return trainer.lr_scheduler
+    trainer.create_scheduler = create_scheduler
+    if seen is not None:
+        reward, G = trainer.reward_funcs[0], config.group_size
+
+        def recording_reward(prompts, **kwargs):
+            seen.append(list(prompts[::G]))
+            return reward(prompts=prompts, **kwargs)
+        trainer.reward_funcs[0] = recording_reward
+    return trainer
+
+
+def paired_prompts(task, config: GRPOConfig, seen: list) -> bool:
+    """Whether TRL's prompts at every step were the book trainer's."""
+    from rl4llm.trainer import prompt_indices
+    return all(prompts == task.prompts(task.train_pairs[prompt_indices(len(task.train_pairs),
+                                                                       config.prompts_per_step, config.seed, s)])
+               for s, prompts in enumerate(seen))
+
+
+def run_trl(warm, task, config: GRPOConfig, *, steps: int, to_target: bool = True) -> dict:
+    from transformers import TrainerCallback
+
+    counter, seen, log = {"tokens": 0}, [], StepLog()
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            log.evaluate(0, greedy_accuracy(from_gpt2(model), task))
+
+        def on_step_begin(self, args, state, control, **kw):
+            log.start()
+
+        def on_step_end(self, args, state, control, model=None, **kw):
+            log.stop(counter["tokens"])
+            step = state.global_step
+            if step % EVAL_EVERY == 0:
+                accuracy = log.evaluate(step, greedy_accuracy(from_gpt2(model), task))
+                if to_target and (accuracy >= TARGET or log.stalled()):
+                    control.should_training_stop = True
+            if step >= steps:
+                control.should_training_stop = True
+
+    with tempfile.TemporaryDirectory() as workdir, torch_threads(config.num_threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trl_trainer(warm, task, config, workdir, [Clock()], counter, seen).train()
+    return log.result() | {"paired_prompts": paired_prompts(task, config, seen)}
+
+
+SIDES = {"rl4llm": run_rl4llm, "trl": run_trl}
+
+
+def timed_run(side: str, warm, task, cell: dict, seed: int, **kwargs) -> dict:
+    """One run of ``side`` at a grid cell and seed, with the load before and after."""
+    before, up = load(), uptime()
+    result = SIDES[side](warm, task, recipe(**cell, seed=seed), **kwargs)
+    row = {"side": side, **cell, "seed": seed, **result, "load_before": before, "load_after": load(),
+           "uptime_before": up}
+    print(f"  {side:<6} {cell} seed {seed}: {row['steps']} steps, {row['train_seconds']:.1f} s, accuracy "
+          f"{row['final_accuracy']:.3f}, to {TARGET}: {row['seconds_to_target'] and round(row['seconds_to_target'], 2)}"
+          f" s, load {before[0]:.2f} -> {row['load_after'][0]:.2f}", flush=True)
+    return row
+
+
+# ---- the per-step profile -------------------------------------------------------------------------
+def now() -> np.ndarray:
+    """(wall, process CPU) seconds: a profile keeps both, since on a shared machine wall time includes waiting."""
+    return np.array([time.perf_counter(), time.process_time()])
 
 
 @contextlib.contextmanager
 def phase_timers(targets: dict, clock: dict):
-    """Wrap ``{(owner, attribute): phase}`` so that each call adds its wall time to ``clock[phase]``."""
+    """Wrap ``{(owner, attribute): phase}`` so that each call adds its (wall, CPU) time to ``clock[phase]``."""
     saved = {}
     for (owner, attribute), phase in targets.items():
         original = getattr(owner, attribute)
         saved[(owner, attribute)] = original
 
         def timed(*args, _original=original, _phase=phase, **kwargs):
-            start = time.perf_counter()
+            start = now()
             try:
                 return _original(*args, **kwargs)
             finally:
-                clock[_phase] += time.perf_counter() - start
+                clock[_phase] = clock[_phase] + now() - start
         setattr(owner, attribute, timed)
     try:
         yield
@@ -142,213 +286,319 @@ def phase_timers(targets: dict, clock: dict):
             setattr(owner, attribute, original)
 
 
-def profile_rl4llm(warm, task, config: GRPOConfig, steps: int) -> dict:
-    """Milliseconds per step in each phase, over ``steps`` steps after 5 warm-up steps."""
+def per_step(clock: dict, total: np.ndarray, steps: int) -> dict:
+    """Milliseconds per step of each phase, wall and CPU; "other" is the step's time outside the four."""
+    clock = clock | {"other": total - sum(clock[p] for p in PHASES if p != "other"), "total": total}
+    return {kind: {phase: 1000 * float(t[i]) / steps for phase, t in clock.items()}
+            for i, kind in enumerate(("wall_ms", "cpu_ms"))}
+
+
+def profile_rl4llm(warm, task, config: GRPOConfig, steps: int, warmup: int = 5) -> dict:
+    """Milliseconds per step in each phase, over ``steps`` steps after ``warmup`` steps."""
     import rl4llm.trainer as module
     trainer = GRPOTrainer(warm.model, task, config)
-    clock = dict.fromkeys(PHASES, 0.0)
+    clock = {phase: np.zeros(2) for phase in PHASES}
     with torch_threads(config.num_threads):
-        for _ in range(5):
+        for _ in range(warmup):
             trainer.step()
-        start = time.perf_counter()
-        with phase_timers({(module, "sample"): "sampling", (module, "completion_logprobs"): "forward_and_loss",
-                           (module, "grpo_loss"): "forward_and_loss", (torch.autograd, "backward"): "backward",
-                           (trainer.optimizer, "step"): "optimizer"}, clock):
+        targets = {(trainer, "rollout"): "rollout", (module, "completion_logprobs"): "forward_and_loss",
+                   (module.grpo_loss, "unchecked"): "forward_and_loss", (trainer.optimizer, "step"): "optimizer",
+                   (torch.autograd, "backward"): "backward", (torch.nn.utils, "clip_grad_norm_"): "optimizer"}
+        with phase_timers(targets, clock):
+            start = now()
             for _ in range(steps):
                 trainer.step()
-        total = time.perf_counter() - start
-    clock["other"] = total - sum(clock.values())
-    return {phase: 1000 * seconds / steps for phase, seconds in clock.items()} | {"total": 1000 * total / steps}
+            total = now() - start
+    return per_step(clock, total, steps)
 
 
-# ---- TRL -----------------------------------------------------------------------------------------
-def trl_trainer(warm, task, trl_kwargs: dict, counter: dict, callbacks: list, workdir: str):
-    """TRL's GRPOTrainer on the task from the warm start (rl4llm.trl_run), logging off."""
-    return trl_grpo_trainer(warm.model, task, trl_kwargs, output_dir=workdir, callbacks=callbacks,
-                            counter=counter, logging_steps=10_000)
-
-
-def run_trl(warm, task, trl_kwargs: dict, threads: int, label: str) -> dict:
+def profile_trl(warm, task, config: GRPOConfig, steps: int, warmup: int = 5) -> dict:
+    """Milliseconds per step in each phase of TRL's step, over ``steps`` steps after ``warmup`` steps."""
     from transformers import TrainerCallback
 
-    counter = {"tokens": 0}
-
-    class Clock(TrainerCallback):
-        """Training wall time without evaluation; held-out accuracy every EVAL_EVERY steps; stop at TARGET."""
-
-        def __init__(self):
-            self.seconds, self._start = 0.0, None
-            self.evals, self.tokens_before = {"step": [], "accuracy": [], "train_seconds": []}, {}
-
-        def _evaluate(self, step, model):
-            accuracy = greedy_accuracy(from_gpt2(model), task)
-            for k, v in (("step", step), ("accuracy", accuracy), ("train_seconds", self.seconds)):
-                self.evals[k].append(v)
-            self.tokens_before[step] = counter["tokens"]
-            return accuracy
-
-        def on_train_begin(self, args, state, control, model=None, **kw):
-            self._evaluate(0, model)
-
-        def on_step_begin(self, args, state, control, **kw):
-            self._start = time.perf_counter()
-
-        def on_step_end(self, args, state, control, model=None, **kw):
-            self.seconds += time.perf_counter() - self._start
-            if state.global_step % EVAL_EVERY == 0 and self._evaluate(state.global_step, model) >= TARGET:
-                control.should_training_stop = True
-
-    clock = Clock()
-    with tempfile.TemporaryDirectory() as workdir, torch_threads(threads), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trl_trainer(warm, task, trl_kwargs, counter, [clock], workdir).train()
-    seconds, window_tokens = at_target(clock.evals, clock.tokens_before)
-    steps = clock.evals["step"][-1]
-    print(f"  TRL {label} seed {trl_kwargs['seed']}: {steps} steps, {clock.seconds:.1f} s, accuracy "
-          f"{clock.evals['accuracy'][-1]:.3f}, to {TARGET}: {seconds and round(seconds, 2)} s", flush=True)
-    return {"seconds_to_target": seconds, "final_accuracy": clock.evals["accuracy"][-1], "steps": steps,
-            "train_seconds": clock.seconds, "tokens_per_second": counter["tokens"] / clock.seconds,
-            "window_tokens_per_second": window_tokens / seconds if seconds else None}
-
-
-def profile_trl(warm, task, trl_kwargs: dict, threads: int, steps: int) -> dict:
-    """Milliseconds per step in each phase of TRL's step, over ``steps`` steps after 5 warm-up steps."""
-    from transformers import TrainerCallback
-
-    clock = dict.fromkeys(PHASES, 0.0)
-    state = {"start": None, "total": 0.0, "opt": None}
+    timed = {phase: np.zeros(2) for phase in PHASES}
+    clock = {phase: np.zeros(2) for phase in PHASES}
+    state = {"start": None, "total": np.zeros(2), "before": None, "optimizer": None}
 
     class Phases(TrainerCallback):
         def on_step_begin(self, args, st, control, **kw):
-            state["start"] = time.perf_counter()
+            state["start"], state["before"] = now(), dict(timed)
 
         def on_pre_optimizer_step(self, args, st, control, **kw):
-            state["opt"] = time.perf_counter()
+            state["optimizer"] = now()
 
         def on_optimizer_step(self, args, st, control, **kw):
-            if st.global_step >= 5:
-                clock["optimizer"] += time.perf_counter() - state["opt"]
+            timed["optimizer"] = timed["optimizer"] + now() - state["optimizer"]
 
         def on_step_end(self, args, st, control, **kw):
-            if st.global_step > 5:
-                state["total"] += time.perf_counter() - state["start"]
+            if st.global_step > warmup:
+                state["total"] = state["total"] + now() - state["start"]
+                for phase in PHASES:
+                    clock[phase] = clock[phase] + timed[phase] - state["before"][phase]
+            if st.global_step >= warmup + steps:
+                control.should_training_stop = True
 
-    kwargs = {**trl_kwargs, "max_steps": steps + 5}
-    with tempfile.TemporaryDirectory() as workdir, torch_threads(threads), warnings.catch_warnings():
+    with tempfile.TemporaryDirectory() as workdir, torch_threads(config.num_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = trl_trainer(warm, task, kwargs, {"tokens": 0}, [Phases()], workdir)
-        timed = dict.fromkeys(PHASES, 0.0)
-        targets = {(trainer, "_generate_and_score_completions"): "sampling",
-                   (trainer, "compute_loss"): "forward_and_loss", (torch.autograd, "backward"): "backward"}
+        trainer = trl_trainer(warm, task, config, workdir, [Phases()])
+        targets = {(trainer, "_generate_and_score_completions"): "rollout",
+                   (trainer, "compute_loss"): "forward_and_loss", (torch.autograd, "backward"): "backward",
+                   (trainer, "_clip_grad_norm"): "optimizer"}
         with phase_timers(targets, timed):
-            original_step = trainer.training_step
-
-            def training_step(*args, **kw):
-                before = dict(timed)
-                out = original_step(*args, **kw)
-                if trainer.state.global_step >= 5:
-                    for phase in ("sampling", "forward_and_loss", "backward"):
-                        clock[phase] += timed[phase] - before[phase]
-                return out
-            trainer.training_step = training_step
             trainer.train()
-    clock["other"] = state["total"] - sum(clock.values())
-    return {phase: 1000 * seconds / steps for phase, seconds in clock.items()} | {"total": 1000 * state["total"] / steps}
+    return per_step(clock, state["total"], steps)
 
 
-# ---- the four comparisons -------------------------------------------------------------------------
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--budget", type=float, default=60.0, help="rl4llm training seconds for (d)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for both trainers")
-    parser.add_argument("--max-steps", type=int, default=1000, help="step budget of (a) and (b) (lr decays over it)")
-    parser.add_argument("--profile-steps", type=int, default=20)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both trainers run")
-    args = parser.parse_args()
-    global DEVICE
-    DEVICE = args.device
-    if len(args.seeds) < 1:
-        parser.error("--seeds needs at least one seed")
+# ---- the parts -----------------------------------------------------------------------------------
+def cells():
+    return [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
 
+
+def key(row: dict) -> tuple:
+    return (row["side"],) + tuple(row[k] for k in GRID) + (row["seed"],)
+
+
+def sweep(record, warm, task, sides):
+    """Every cell of GRID on ``sides``, SEEDS each, skipping the runs the record holds."""
+    done = {key(r) for r in record["sweep"]}
+    for seed, cell, side in itertools.product(SEEDS, cells(), sides):
+        if (side,) + tuple(cell.values()) + (seed,) not in done:
+            record["sweep"].append(timed_run(side, warm, task, cell, seed, steps=STEP_CAP))
+            save(record)
+
+
+def grid_table(rows: list) -> list:
+    """One line per (side, cell): seconds, CPU seconds and tokens to the target over the seeds."""
+    table = []
+    for side, cell in itertools.product(SIDES, cells()):
+        runs = [r for r in rows if r["side"] == side and all(r[k] == v for k, v in cell.items())]
+        if runs:
+            table.append({"side": side, **cell, "seeds": [r["seed"] for r in runs],
+                          "reached_on_every_seed": all(r["reached"] for r in runs) and len(runs) == len(SEEDS),
+                          **{f"{q}_to_target": summary(r[f"{q}_to_target"] for r in runs)
+                             for q in ("seconds", "cpu_seconds", "tokens", "steps")},
+                          "tokens_per_second": summary(r["tokens_per_second"] for r in runs),
+                          "mean_load_before": statistics.mean(r["load_before"][0] for r in runs)})
+    return table
+
+
+def best_cell(table: list, side: str) -> dict | None:
+    """The side's recipe with the smallest median seconds to the target, among those reaching it on every seed."""
+    ok = [row for row in table if row["side"] == side and row["reached_on_every_seed"]]
+    return min(ok, key=lambda row: row["seconds_to_target"]["median"]) if ok else None
+
+
+def best(record, warm, task):
+    """Both sides' best recipes, re-run with seeds interleaved."""
+    table = grid_table(record["sweep"])
+    chosen = {side: best_cell(table, side) for side in SIDES}
+    runs = {side: [] for side in SIDES}
+    for seed, side in itertools.product(SEEDS, SIDES):
+        cell = {k: chosen[side][k] for k in GRID}
+        runs[side].append(timed_run(side, warm, task, cell, seed, steps=STEP_CAP))
+    record["best"] = {side: {"recipe": {k: chosen[side][k] for k in GRID}, "runs": runs[side]} for side in SIDES}
+    save(record)
+
+
+def speed(record, warm, task, steps: int, pairs: int):
+    """Implementation speed at SPEED_RECIPE: ``pairs`` interleaved (rl4llm, TRL) runs of ``steps`` steps."""
+    rounds = []
+    for i in range(pairs):
+        row = {}
+        for side in SIDES:
+            row[side] = timed_run(side, warm, task, SPEED_RECIPE, SEEDS[i % len(SEEDS)], steps=steps, to_target=False)
+        row["ratio"] = row["rl4llm"]["tokens_per_second"] / row["trl"]["tokens_per_second"]
+        rounds.append(row)
+    record["speed"] = {"recipe": SPEED_RECIPE, "steps": steps, "pairs": rounds}
+    save(record)
+
+
+def profile(record, warm, task, steps: int, pairs: int):
+    """The per-step profile at SPEED_RECIPE, rl4llm and TRL alternately, ``pairs`` times."""
+    config = recipe(**SPEED_RECIPE, seed=0)
+    rounds = []
+    for _ in range(pairs):
+        row = {}
+        for side, fn in (("rl4llm", profile_rl4llm), ("trl", profile_trl)):
+            before = load()
+            row[side] = fn(warm, task, config, steps) | {"load_before": before, "load_after": load()}
+            print(f"  profile {side:<6} CPU ms " + "  ".join(f"{k} {v:.1f}" for k, v in row[side]["cpu_ms"].items())
+                  + f"  (wall total {row[side]['wall_ms']['total']:.1f}), load {before[0]:.2f}", flush=True)
+        rounds.append(row)
+    record["profile"] = {"recipe": SPEED_RECIPE, "steps": steps, "pairs": rounds}
+    save(record)
+
+
+def trainer_profile(record, before: str, steps: int, pairs: int):
+    """rl4llm's per-step profile at SPEED_RECIPE with the library of git revision ``before`` and with this
+    checkout's, each in its own process, alternately, ``pairs`` times (the same profile function; the
+    older library is unpacked with ``git archive`` into a temporary directory put first on the path)."""
+    import shutil
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import grpo_vs_trl as b; "
+            f"from rl4llm.tasks import AdditionTask; from rl4llm.warmstart import warm_start; "
+            f"print(json.dumps(b.profile_rl4llm(warm_start(), AdditionTask(seed=0), "
+            f"b.recipe(**b.SPEED_RECIPE, seed=0), {steps})))")
+    workdir = tempfile.mkdtemp()
+    try:
+        archive = subprocess.run(["git", "-C", str(root), "archive", before, "code/rl4llm"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", workdir], input=archive, check=True)
+        rounds = []
+        for _ in range(pairs):
+            row = {}
+            for name, path in (("before", f"{workdir}/code"), ("after", str(root / "code"))):
+                loads = load()
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                     env={**os.environ, "PYTHONPATH": path}).stdout
+                row[name] = json.loads(out.strip().splitlines()[-1]) | {"load_before": loads, "load_after": load()}
+                print(f"  trainer profile {name:<6} CPU ms " + "  ".join(
+                    f"{k} {v:.1f}" for k, v in row[name]["cpu_ms"].items()) + f", load {loads[0]:.2f}", flush=True)
+            rounds.append(row)
+    finally:
+        shutil.rmtree(workdir)
+    record["trainer_profile"] = {"before": before, "recipe": SPEED_RECIPE, "steps": steps, "pairs": rounds}
+    save(record)
+
+
+def budget(record, warm, task, seconds: float):
+    """rl4llm's best recipe for ``seconds`` of training, every seed."""
+    table = grid_table(record["sweep"])
+    cell = {k: best_cell(table, "rl4llm")[k] for k in GRID}
+    runs = [timed_run("rl4llm", warm, task, cell, seed, steps=10 ** 6, to_target=False, budget=seconds)
+            for seed in SEEDS]
+    record["budget"] = {"seconds": seconds, "recipe": cell, "runs": runs,
+                        "step_budget_ended_first": any(r["steps"] >= 10 ** 6 for r in runs)}
+    save(record)
+
+
+def save(record):
+    """The record as JSON, and its summary as Markdown tables beside it (same name, ``.md``)."""
+    record["summary"] = summarise(record)
+    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    RECORD.write_text(json.dumps(record, indent=1) + "\n")
+    RECORD.with_suffix(".md").write_text(markdown(record) + "\n")
+
+
+def spread(s: dict, digits: int = 1) -> str:
+    """"median (min-max)", or "not reached" when a seed missed."""
+    if s["median"] is None:
+        return "not reached"
+    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"
+
+
+def markdown(record) -> str:
+    """The summary's tables: the grid, the profiles and the speed pairs, with the machine and its load."""
+    m, summ = record["machine"], record["summary"]
+    lines = [f"# rl4llm against TRL ({m['platform']}, {m['cpu_cores']} cores, {m['cpu_capability']}, torch "
+             f"{m['torch']}, TRL {m['trl']}, one thread a side)", "",
+             f"Written by `python benchmarks/grpo_vs_trl.py`; every run in `{RECORD.name}`, with the load "
+             f"average before and after it. Target: held-out greedy accuracy {TARGET}.", "",
+             "## The grid (seconds and tokens to the target: median (min-max) over the seeds run)", "",
+             "| side | lr | prompts | loss | seeds | wall s | CPU s | tokens | load |", "|---" * 9 + "|"]
+    for row in summ["grid"]:
+        lines.append(f"| {row['side']} | {row['lr']:g} | {row['prompts_per_step']} | {row['loss_type']} | "
+                     f"{','.join(map(str, row['seeds']))} | {spread(row['seconds_to_target'])} | "
+                     f"{spread(row['cpu_seconds_to_target'])} | {spread(row['tokens_to_target'], 0)} | "
+                     f"{row['mean_load_before']:.1f} |")
+    for name, key in (("profile, rl4llm and TRL", "profile_ms_per_step"),
+                      ("the trainer before and after this change", "trainer_profile_ms_per_step")):
+        if key in summ:
+            lines += ["", f"## Per-step profile, {name} (ms a step, median over the pairs; CPU, then wall)", "",
+                      "| | " + " | ".join(PHASES + ("total",)) + " |", "|---" * (len(PHASES) + 2) + "|"]
+            for side, prof in summ[key].items():
+                for kind in ("cpu_ms", "wall_ms"):
+                    lines.append(f"| {side} {kind[:-3]} | " + " | ".join(f"{prof[kind][p]:.1f}"
+                                                                      for p in PHASES + ("total",)) + " |")
+    if "speed" in summ:
+        sp = summ["speed"]
+        lines += ["", "## Implementation speed at one recipe (sampled tokens a second, interleaved pairs)", "",
+                  f"rl4llm {spread(sp['rl4llm_tokens_per_second'], 0)}, TRL {spread(sp['trl_tokens_per_second'], 0)}, "
+                  f"ratio {spread(sp['tokens_per_second_ratio'], 2)}"]
+    return "\n".join(lines)
+
+
+def summarise(record) -> dict:
+    """The headline figures from whichever parts the record holds."""
+    out = {"grid": grid_table(record["sweep"])}
+    if "best" in record:
+        b = record["best"]
+        r, t = ([run["seconds_to_target"] for run in b[s]["runs"]] for s in ("rl4llm", "trl"))
+        out["best"] = {s: {"recipe": b[s]["recipe"], **{f"{q}_to_target": summary(run[f"{q}_to_target"]
+                                                                                   for run in b[s]["runs"])
+                                                       for q in ("seconds", "cpu_seconds", "tokens", "steps")}}
+                       for s in SIDES}
+        if None not in r + t:
+            out["best"]["time_to_target_ratio"] = statistics.median(t) / statistics.median(r)
+            out["best"]["seed_ranges_apart"] = max(r) < min(t)
+    if "speed" in record:
+        ratios = [p["ratio"] for p in record["speed"]["pairs"]]
+        out["speed"] = {"tokens_per_second_ratio": summary(ratios),
+                        **{f"{s}_tokens_per_second": summary(p[s]["tokens_per_second"]
+                                                             for p in record["speed"]["pairs"]) for s in SIDES}}
+    if "profile" in record:
+        out["profile_ms_per_step"] = {s: {kind: {ph: statistics.median(p[s][kind][ph]
+                                                                        for p in record["profile"]["pairs"])
+                                                 for ph in PHASES + ("total",)} for kind in ("wall_ms", "cpu_ms")}
+                                      for s in SIDES}
+    if "trainer_profile" in record:
+        out["trainer_profile_ms_per_step"] = {
+            name: {kind: {ph: statistics.median(p[name][kind][ph] for p in record["trainer_profile"]["pairs"])
+                          for ph in PHASES + ("total",)} for kind in ("wall_ms", "cpu_ms")}
+            for name in ("before", "after")}
+    if "budget" in record:
+        out["budget"] = {"seconds": record["budget"]["seconds"],
+                         "accuracy": summary(r["final_accuracy"] for r in record["budget"]["runs"])}
+    return out
+
+
+def machine() -> dict:
     import transformers
     import trl
+    return {"cpu_cores": os.cpu_count(), "torch_threads": THREADS, "platform": platform.platform(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
+            "device": DEVICE}
 
+
+def main():
+    global DEVICE, RECORD, SEEDS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parts", nargs="+", default=["sweep", "best", "speed", "profile", "budget"],
+                        choices=["sweep", "best", "speed", "profile", "trainer-profile", "budget"])
+    parser.add_argument("--before", default="HEAD", help="git revision whose library trainer-profile compares")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=list(SIDES), help="for the sweep")
+    parser.add_argument("--speed-steps", type=int, default=60)
+    parser.add_argument("--pairs", type=int, default=3, help="interleaved pairs in speed and profile")
+    parser.add_argument("--profile-steps", type=int, default=20)
+    parser.add_argument("--budget", type=float, default=30.0, help="rl4llm training seconds in budget")
+    parser.add_argument("--record", type=Path, default=RECORD)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = parser.parse_args()
+    DEVICE, RECORD, SEEDS = args.device, args.record, tuple(args.seeds)
+    record = json.loads(RECORD.read_text()) if RECORD.exists() else {}
+    record = {"sweep": [], **record, "machine": machine(),
+              "constants": {"target": TARGET, "eval_every": EVAL_EVERY, "max_steps": MAX_STEPS,
+                            "step_cap": STEP_CAP, "grid": GRID, "seeds": SEEDS, "speed_recipe": SPEED_RECIPE,
+                            "group_size": 8, "warmup_steps": 20}}
     task, warm = AdditionTask(seed=0), warm_start()
-    print(f"warm start ({warm.source}): held-out greedy accuracy {warm.accuracy:.4f}, "
-          f"{warm.model.num_parameters()} parameters; load average {os.getloadavg()[0]:.2f}", flush=True)
-    load_before = os.getloadavg()
-    S = args.seeds
-    print("(a) each tuned, to the target", flush=True)
-    a_ours = [run_rl4llm(warm, task, rl4llm_tuned(s, args.threads, args.max_steps), stop_at_target=True) for s in S]
-    a_trl = [run_trl(warm, task, trl_tuned_kwargs(s, args.max_steps), args.threads, "tuned") for s in S]
-    print("(b) the same recipe, to the target", flush=True)
-    b_ours = [run_rl4llm(warm, task, same_recipe(s, args.threads, args.max_steps), stop_at_target=True) for s in S]
-    b_trl = [run_trl(warm, task, trl_config_kwargs(same_recipe(s, args.threads, args.max_steps)), args.threads,
-                     "same recipe") for s in S]
-    print(f"(d) rl4llm, {args.budget:g} s of training", flush=True)
-    big = 1_000_000
-    d_ours = [run_rl4llm(warm, task, rl4llm_tuned(s, args.threads, big), stop_at_target=False, budget=args.budget)
-              for s in S]
-    print("profile: milliseconds per step, same recipe", flush=True)
-    prof_ours = profile_rl4llm(warm, task, same_recipe(0, args.threads, big), args.profile_steps)
-    prof_trl = profile_trl(warm, task, trl_config_kwargs(same_recipe(0, args.threads, big)), args.threads,
-                           args.profile_steps)
-    for name, prof in (("rl4llm", prof_ours), ("TRL", prof_trl)):
-        print(f"  {name:<7}" + "  ".join(f"{k} {v:.1f}" for k, v in prof.items()), flush=True)
-
-    per_seed = lambda runs, key: {str(s): r[key] for s, r in zip(S, runs)}
-    med = lambda runs, key: summary([r[key] for r in runs])["median"]
-    result = {
-        "target_accuracy": TARGET, "seeds": S, "eval_every_steps": EVAL_EVERY,
-        # (a)
-        "rl4llm_seconds_to_target": med(a_ours, "seconds_to_target"),
-        "trl_seconds_to_target": med(a_trl, "seconds_to_target"),
-        "rl4llm_seconds_to_target_per_seed": per_seed(a_ours, "seconds_to_target"),
-        "trl_seconds_to_target_per_seed": per_seed(a_trl, "seconds_to_target"),
-        "rl4llm_seconds_to_target_range": summary([r["seconds_to_target"] for r in a_ours]),
-        "trl_seconds_to_target_range": summary([r["seconds_to_target"] for r in a_trl]),
-        # (b)
-        "same_recipe_rl4llm_tokens_per_second": med(b_ours, "tokens_per_second"),
-        "same_recipe_trl_tokens_per_second": med(b_trl, "tokens_per_second"),
-        "same_recipe_rl4llm_tokens_per_second_per_seed": per_seed(b_ours, "tokens_per_second"),
-        "same_recipe_trl_tokens_per_second_per_seed": per_seed(b_trl, "tokens_per_second"),
-        "same_recipe_rl4llm_seconds_to_target": med(b_ours, "seconds_to_target"),
-        "same_recipe_trl_seconds_to_target": med(b_trl, "seconds_to_target"),
-        "same_recipe_rl4llm_seconds_to_target_per_seed": per_seed(b_ours, "seconds_to_target"),
-        "same_recipe_trl_seconds_to_target_per_seed": per_seed(b_trl, "seconds_to_target"),
-        # (c)
-        "rl4llm_tokens_per_second": med(a_ours, "window_tokens_per_second"),
-        "trl_tokens_per_second": med(a_trl, "window_tokens_per_second"),
-        "rl4llm_tokens_per_second_per_seed": per_seed(a_ours, "window_tokens_per_second"),
-        "trl_tokens_per_second_per_seed": per_seed(a_trl, "window_tokens_per_second"),
-        # (d)
-        "rl4llm_budget_seconds": args.budget,
-        "rl4llm_accuracy_at_60s": med(d_ours, "final_accuracy"),
-        "rl4llm_accuracy_at_60s_per_seed": per_seed(d_ours, "final_accuracy"),
-        "rl4llm_accuracy_at_60s_range": summary([r["final_accuracy"] for r in d_ours]),
-        "rl4llm_steps_in_budget_per_seed": per_seed(d_ours, "steps"),
-        "rl4llm_step_budget_ended_first": any(r["steps"] >= big for r in d_ours),
-        "profile_ms_per_step": {"rl4llm": prof_ours, "trl": prof_trl},
-        "recipes": {"rl4llm_tuned": asdict(rl4llm_tuned(0, args.threads, args.max_steps)),
-                    "trl_tuned": trl_tuned_kwargs(0, args.max_steps),
-                    "same_recipe": trl_config_kwargs(same_recipe(0, args.threads, args.max_steps))},
-        "warm_start_accuracy": warm.accuracy,
-        "machine": {"cpu_cores": os.cpu_count(), "torch_threads": args.threads, "platform": platform.platform(),
-                    "processor": platform.processor(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                    "python": platform.python_version(), "torch": torch.__version__,
-                    "transformers": transformers.__version__, "trl": trl.__version__,
-                    "cuda": torch.cuda.is_available(), "load_average_before": load_before,
-                    "load_average_after": os.getloadavg()},
-    }
-    a_r, a_t = result["rl4llm_seconds_to_target_per_seed"], result["trl_seconds_to_target_per_seed"]
-    if None not in a_r.values() and None not in a_t.values():
-        result["speedup_to_target"] = result["trl_seconds_to_target"] / result["rl4llm_seconds_to_target"]
-        result["every_rl4llm_seed_faster_than_every_trl_seed"] = max(a_r.values()) < min(a_t.values())
-    if result["same_recipe_trl_tokens_per_second"]:
-        result["same_recipe_tokens_per_second_ratio"] = (result["same_recipe_rl4llm_tokens_per_second"]
-                                                         / result["same_recipe_trl_tokens_per_second"])
-    print(json.dumps(result))
+    print(f"warm start: held-out greedy accuracy {warm.accuracy:.4f}; {uptime()}", flush=True)
+    if "sweep" in args.parts:
+        sweep(record, warm, task, args.sides)
+    if "best" in args.parts:
+        best(record, warm, task)
+    if "speed" in args.parts:
+        speed(record, warm, task, args.speed_steps, args.pairs)
+    if "profile" in args.parts:
+        profile(record, warm, task, args.profile_steps, args.pairs)
+    if "trainer-profile" in args.parts:
+        trainer_profile(record, args.before, args.profile_steps, args.pairs)
+    if "budget" in args.parts:
+        budget(record, warm, task, args.budget)
+    save(record)
+    print(json.dumps(record["summary"]))
 
 
 if __name__ == "__main__":

@@ -158,7 +158,6 @@ def assert_same_run(whole, resumed):
     for a, b in zip(whole.optimizer.state_dict()["state"].values(), resumed.optimizer.state_dict()["state"].values()):
         assert all(torch.equal(a[k].cpu(), b[k].cpu()) for k in ("step", "exp_avg", "exp_avg_sq"))
     assert whole.scheduler.state_dict() == resumed.scheduler.state_dict()
-    assert torch.equal(whole.prompt_generator.get_state(), resumed.prompt_generator.get_state())
     assert torch.equal(whole.sample_generator.get_state(), resumed.sample_generator.get_state())
     for key in GRPOTrainer.METRICS:
         if key != "seconds":
@@ -359,7 +358,7 @@ def test_chapter_figures_and_playground_draw_from_a_real_run(warm):
     import matplotlib.pyplot as plt
 
     from rl4llm.viz.part4 import (draw_diagnostics, draw_grid, draw_learning_curves, draw_run_over_baseline,
-                                  draw_seed_comparison, grpo_playground)
+                                  draw_seed_comparison, grpo_playground, PLAYGROUND_MAX)
     trainer = run(warm, 4, eval_every=2)
     for draw, args in [(draw_learning_curves, (trainer.metrics, trainer.evals)), (draw_diagnostics, (trainer.metrics,)),
                        (draw_seed_comparison, ({"a": [0.3, 0.4], "b": [0.5, 0.6]}, 0.1)),
@@ -373,6 +372,8 @@ def test_chapter_figures_and_playground_draw_from_a_real_run(warm):
     button = box.children[1].children[-1]
     assert button.description == "Train"
     assert [w.description for w in box.children[0].children] == ["G", "K", "epsilon"]
+    assert [w.max for w in box.children[0].children[:2]] == [PLAYGROUND_MAX["group_size"],
+                                                               PLAYGROUND_MAX["inner_steps"]] == [12, 4]
     plt.close("all")
     button.click()   # runs a 2-step GRPO run and draws it over the baseline
     assert len(plt.get_fignums()) == 1 and len(plt.gcf().axes[0].lines) == 2

@@ -67,9 +67,8 @@ def grid_claims(runs: dict, clip: dict, warm_accuracy: float, floor: float) -> d
             final[("lr=1e-03", "G=8")] > final[("lr=1e-03", "G=2")] and beyond("lr=1e-03: G=8 minus G=2"),
         "at lr 3e-4, G=8 ends above G=2, but within the floor":
             final[("lr=3e-04", "G=8")] > final[("lr=3e-04", "G=2")] and not beyond("lr=3e-04: G=8 minus G=2"),
-        "at lr 3e-4 and 1e-3, G=2 ends within the floor of the warm start, and at most 0.02 above it":
-            all(not beyond(f"{lr}: G=2 minus the warm start") and final[(lr, "G=2")] <= warm_accuracy + 0.02
-                for lr in small),
+        "at lr 3e-4 and 1e-3, G=2 ends within the floor of the warm start":
+            all(not beyond(f"{lr}: G=2 minus the warm start") for lr in small),
         f"at lr 1e-2 every column ends below the warm start ({warm_accuracy:.4f}) by more than the floor":
             all(final[(large, c)] < warm_accuracy and beyond(f"{large}: {c} minus the warm start") for c in columns),
         "at lr 3e-4 and 1e-3, K=4 ends above K=1 after the same 60 steps, by more than the floor":

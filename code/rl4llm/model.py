@@ -67,11 +67,16 @@ class CausalSelfAttention(nn.Module):
             cache.extend(k, v)
         k, v = cache.keys, cache.values                                    # (B, nh, T_past + T, hs)
         t_past = k.shape[2] - T
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))   # (B, nh, T, T_past + T)
-        if T > 1:   # query i (absolute position t_past + i) may see keys 0 .. t_past + i
+        # softmax(q k^T / sqrt(hs)) v, in torch's fused kernel: query i (absolute position t_past + i)
+        # may see keys 0 .. t_past + i; one new token sees every key, and without a past that is the
+        # causal mask itself
+        if T == 1:
+            y = F.scaled_dot_product_attention(q, k, v)                    # (B, nh, T, hs)
+        elif t_past == 0:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
             allowed = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=t_past)
-            att = att.masked_fill(~allowed, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v                                 # (B, nh, T, hs)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         y = y.transpose(1, 2).reshape(B, T, C)                             # heads side by side again
         return self.c_proj(y), cache
 
@@ -149,13 +154,18 @@ class Rollout:
     """A batch of sampled completions (chapter 15).
 
     ``tokens`` (B, P + T): prompt then completion, PAD after EOS; ``logp`` (B, T): log-prob of each
-    completion token under the sampler (0 where masked); ``mask`` (B, T): 1 on completion tokens up
-    to and including EOS, 0 on the padding after it.
+    completion token under the sampler (0 where masked), detached; ``mask`` (B, T): 1 on completion
+    tokens up to and including EOS, 0 on the padding after it. Sampled with ``keep_graph=True``, the
+    rollout also holds ``loss_logp``, the same log-probs still attached to the pass that drew them (a
+    loss can differentiate them with no second forward pass), and ``entropy`` (B, T), the policy's
+    entropy at each drawn position (0 where no step ran).
     """
     tokens: torch.Tensor
     logp: torch.Tensor
     mask: torch.Tensor
     prompt_len: int
+    loss_logp: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
 
     @property
     def completions(self) -> torch.Tensor:
@@ -174,9 +184,9 @@ _TEMPERATURE = in_range(0.0, math.inf, high_open=True)
 
 
 @checked(prompts=_prompt_batch, max_new_tokens=at_least(1), group_size=at_least(1), temperature=_TEMPERATURE)
-@torch.no_grad()
 def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: int, pad_id: int,
-           group_size: int = 1, temperature: float = 1.0, generator: torch.Generator | None = None) -> Rollout:
+           group_size: int = 1, temperature: float = 1.0, generator: torch.Generator | None = None,
+           keep_graph: bool = False) -> Rollout:
     """Sample ``group_size`` completions of every prompt at once, with the KV cache (chapter 15).
 
     ``prompts`` (N, P) are fixed-width token ids; rows are repeated G times (row i*G + j is sample j
@@ -184,37 +194,48 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     G rows of its group. Each step draws y_t ~ softmax(z_t / T) (``temperature=0`` takes the argmax, greedy)
     for every unfinished row; a row finishes at its first EOS and is padded with ``pad_id`` after it.
     Sampling stops when every row has finished or after ``max_new_tokens`` tokens.
+
+    Without gradients by default. ``keep_graph=True`` records the autograd graph of the whole pass
+    (the caches then grow by concatenation, which autograd can follow) and returns it in
+    ``Rollout.loss_logp``: the log-probs :func:`completion_logprobs` would recompute from the same
+    weights, as the very numbers the sampler drew with, so that a loss on the policy that sampled
+    (GRPO with one inner step) needs no second forward pass.
     """
-    logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
-    logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
-    capacity = prompts.shape[1] + max_new_tokens
-    past = [LayerCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0),
-                       capacity) for c in past]                            # (N G, nh, P, hs) each
-    idx = prompts.repeat_interleave(group_size, dim=0)
-    B, P = idx.shape
-    tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=idx.device)
-    logp = torch.zeros(B, max_new_tokens, device=idx.device)
-    mask = torch.zeros(B, max_new_tokens, device=idx.device)
-    alive = torch.ones(B, dtype=torch.bool, device=idx.device)
-    for t in range(max_new_tokens):
-        z = logits[:, -1, :]
-        if not bool(torch.isfinite(z).all()):
-            raise FloatingPointError(f"the logits for completion token {t + 1} are not finite (NaN or inf)")
-        if temperature == 0:
-            y = z.argmax(dim=-1)
-            step_logp = torch.log_softmax(z, dim=-1).gather(1, y[:, None])[:, 0]
-        else:
-            step_logp_all = torch.log_softmax(z / temperature, dim=-1)
-            y = torch.multinomial(step_logp_all.exp(), 1, generator=generator)[:, 0]
-            step_logp = step_logp_all.gather(1, y[:, None])[:, 0]
-        tokens[:, t] = torch.where(alive, y, pad_id)
-        logp[:, t] = torch.where(alive, step_logp, 0.0)
-        mask[:, t] = alive.float()
-        alive = alive & (y != eos_id)
-        if t + 1 == max_new_tokens or not bool(alive.any()):
-            break
-        logits, past = model(tokens[:, t:t + 1], past)
-    return Rollout(torch.cat([idx, tokens], dim=1), logp, mask, P)
+    with torch.set_grad_enabled(keep_graph):
+        logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
+        logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
+        capacity = prompts.shape[1] + max_new_tokens
+        copies = [(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
+                  for c in past]                                           # (N G, nh, P, hs) each
+        past = [ConcatCache(k, v) if keep_graph else LayerCache(k, v, capacity) for k, v in copies]
+        idx = prompts.repeat_interleave(group_size, dim=0)
+        B, P = idx.shape
+        tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=idx.device)
+        logp = torch.zeros(B, max_new_tokens, device=idx.device)
+        entropy = torch.zeros(B, max_new_tokens, device=idx.device)
+        mask = torch.zeros(B, max_new_tokens, device=idx.device)
+        alive = torch.ones(B, dtype=torch.bool, device=idx.device)
+        for t in range(max_new_tokens):
+            z = logits[:, -1, :]
+            if not bool(torch.isfinite(z).all()):
+                raise FloatingPointError(f"the logits for completion token {t + 1} are not finite (NaN or inf)")
+            step_logp_all = torch.log_softmax(z / temperature if temperature > 0 else z, dim=-1)
+            probs = step_logp_all.detach().exp()
+            y = z.argmax(dim=-1) if temperature == 0 else torch.multinomial(probs, 1, generator=generator)[:, 0]
+            step_tokens = torch.where(alive, y, pad_id)
+            tokens[:, t] = step_tokens
+            logp[:, t] = torch.where(alive, step_logp_all.gather(1, y[:, None])[:, 0], 0.0)
+            if keep_graph:
+                entropy[:, t] = -(probs * step_logp_all.detach()).sum(dim=-1)
+            mask[:, t] = alive.float()
+            alive = alive & (y != eos_id)
+            if t + 1 == max_new_tokens or not bool(alive.any()):
+                break
+            logits, past = model(step_tokens[:, None], past)
+    tokens = torch.cat([idx, tokens], dim=1)
+    if keep_graph:
+        return Rollout(tokens, logp.detach(), mask, P, loss_logp=logp, entropy=entropy)
+    return Rollout(tokens, logp, mask, P)
 
 
 def _groups_share_prompts(args):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import at_least, checked, integer_in_range
-from .verifier import EOS_MARKER, addition_reward
+from .verifier import EOS_MARKER, addition_rewards_of_ids
 
 #: The text marker a padding token decodes to (so decode(encode(s)) == s for every valid text).
 PAD_MARKER = "<pad>"
@@ -28,6 +28,8 @@ PROMPT_LEN = 2 * OPERAND_WIDTH + 2
 MAX_COMPLETION_LEN = len(str(2 * MAX_OPERAND)) + 1
 #: The tokenizer's vocabulary, in id order: the ten digits, '+', '=', then EOS and PAD.
 VOCAB = tuple("0123456789+=") + (EOS_MARKER, PAD_MARKER)
+#: The digit each token writes, -1 for the others (what the verifier reads from token ids).
+DIGIT_VALUES = np.array([int(t) if t in "0123456789" else -1 for t in VOCAB])
 #: Rule: an operand, an integer in [0, MAX_OPERAND].
 _OPERAND = integer_in_range(0, MAX_OPERAND)
 
@@ -173,10 +175,9 @@ class AdditionTask:
 
     @checked(_one_completion_per_pair, pairs=_operand_pairs)
     def rewards(self, pairs, completion_ids) -> np.ndarray:
-        """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 15)."""
-        prompts = self.prompts(pairs)
-        texts = self.tokenizer.decode_batch(completion_ids)
-        return np.array([addition_reward(p, c) for p, c in zip(prompts, texts)], dtype=np.float64)
+        """r_i = addition_reward(prompt_i, decode(completion_i)), shaped (N,) (chapter 15), computed on the
+        token ids by :func:`rl4llm.verifier.addition_rewards_of_ids`."""
+        return addition_rewards_of_ids(pairs.sum(axis=1), completion_ids, DIGIT_VALUES, self.tokenizer.eos_id)
 
 
 def _split_by_unordered_pair(n_eval: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -32,12 +32,20 @@ import numpy as np
 import torch
 
 from ._checks import (at_least, check_fields, clip_range, eps_pair, in_range, integer_at_least, one_of,
-                      positive_real)
-from .grpo import IMPORTANCE_SAMPLING_LEVELS, group_advantages, grpo_loss
+                      optional, positive_real)
+from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, flag, group_advantages, grpo_loss
 from .loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
+from .rollout_correction import (IMPORTANCE_SAMPLING_MODES, cap_range, importance_weights, off_policy_mask,
+                                 sampler_gap, sequence_weighted_advantages)
+from .rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
+
+
+#: Where the KL to the reference enters (chapter 17): the loss, per token (GRPO's and TRL's), or the reward,
+#: per answer (classic RLHF-PPO's).
+KL_PLACEMENTS = ("loss", "reward")
 
 
 @dataclass
@@ -68,16 +76,36 @@ class GRPOConfig:
     num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
 
     importance_sampling_level: str = "token"   # "sequence": GSPO's one ratio per sequence, see grpo_loss
+    delta: float | None = None      # TRL's two-sided clip: the unclipped ratio capped at delta > 1 (None: off)
+    kl_estimator: str = "k3"        # the estimate of KL(pi || pi_ref) that beta weighs: "k1", "k2", "k3" (ch. 17)
+    kl_placement: str = "loss"      # "loss": beta k per token in the loss; "reward": r - beta sum_t k1 (ch. 17)
+    use_bias_correction_kl: bool = False   # TRL's: the loss's KL term times the ratio (reverse KL, ch. 17)
+
+    # a sampler that is not the trainer (chapter 20): a rollout engine, and TRL's corrections for it
+    sampler_precision: str = "float32"  # the engine's numbers, rl4llm.rollout_engine.SAMPLER_PRECISIONS
+    sampler_staleness: int = 0      # the engine samples with the trainer's weights of this many outer steps ago
+    vllm_importance_sampling_correction: bool = True   # TRL's: weight by pi_old / pi_sampler (separate sampler only)
+    vllm_importance_sampling_mode: str = "sequence_mask"   # see rl4llm.rollout_correction.importance_weights
+    vllm_importance_sampling_clip_max: float | None = 3.0  # TRL's C_max (1.16's name for vllm_importance_sampling_cap)
+    vllm_importance_sampling_clip_min: float | None = None  # TRL's C_min
+    off_policy_mask_threshold: float | None = None   # DeepSeek-V3.2's delta: drop A < 0 sequences this far off-policy
 
     def __post_init__(self):
-        check_fields(self, CONFIG_RULES, clip_range())
+        check_fields(self, CONFIG_RULES, clip_range(), _kl_in_the_reward,
+                     cap_range(*(f"vllm_importance_sampling_{k}" for k in ("mode", "clip_max", "clip_min"))))
+
+    @property
+    def separate_sampler(self) -> bool:
+        """Whether a rollout engine samples (chapter 20): lower precision or stale weights."""
+        return self.sampler_precision != "float32" or self.sampler_staleness > 0
 
     def loss_options(self) -> dict:
         """The keywords of :func:`rl4llm.grpo.grpo_loss` this run trains with (eps_high filled in)."""
         eps_low, eps_high = eps_pair(self.eps_low, self.eps_high)
-        return {"eps_low": eps_low, "eps_high": eps_high, "beta": self.beta, "loss_type": self.loss_type,
-                "max_completion_length": self.max_new_tokens,
-                "importance_sampling_level": self.importance_sampling_level}
+        return {"eps_low": eps_low, "eps_high": eps_high, "beta": self.beta if self.kl_placement == "loss" else 0.0,
+                "loss_type": self.loss_type, "max_completion_length": self.max_new_tokens,
+                "importance_sampling_level": self.importance_sampling_level, "delta": self.delta,
+                "kl_estimator": self.kl_estimator, "use_bias_correction_kl": self.use_bias_correction_kl}
 
 
 def _group_size(G, name):
@@ -109,7 +137,26 @@ CONFIG_RULES = {
     "temperature": in_range(0.0, math.inf, low_open=True, high_open=True), "max_new_tokens": _max_new_tokens,
     "eval_every": at_least(1), "num_threads": at_least(1), "device": _device,
     "importance_sampling_level": one_of(IMPORTANCE_SAMPLING_LEVELS),
+    "delta": optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
+    "kl_estimator": one_of(KL_ESTIMATORS), "kl_placement": one_of(KL_PLACEMENTS),
+    "use_bias_correction_kl": flag,
+    "sampler_precision": one_of(SAMPLER_PRECISIONS), "sampler_staleness": at_least(0),
+    "vllm_importance_sampling_correction": flag,
+    "vllm_importance_sampling_mode": one_of(tuple(m for m in IMPORTANCE_SAMPLING_MODES if m.startswith("sequence")),
+                                            " (the trainer carries one weight per sequence on its advantage; "
+                                            "grpo_loss takes no per-token weight)"),
+    "vllm_importance_sampling_clip_max": optional(positive_real),
+    "vllm_importance_sampling_clip_min": optional(in_range(0.0, math.inf, high_open=True)),
+    "off_policy_mask_threshold": optional(in_range(0.0, math.inf, high_open=True)),
 }
+
+
+def _kl_in_the_reward(fields):
+    """In the reward the KL enters as k1 summed over the completion, a number per answer (chapter 17)."""
+    if fields["kl_placement"] == "reward" and (fields["kl_estimator"] != "k1" or fields["use_bias_correction_kl"]):
+        raise ValueError(f"kl_placement='reward' takes kl_estimator='k1' and use_bias_correction_kl=False (the "
+                         f"shaped reward r - beta sum_t k1 is log pi / pi_ref per answer), got kl_estimator="
+                         f"{fields['kl_estimator']!r}, use_bias_correction_kl={fields['use_bias_correction_kl']!r}")
 
 
 def chapter15_config() -> GRPOConfig:
@@ -141,6 +188,32 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def prompt_indices(n_prompts: int, prompts_per_step: int, seed: int, step: int) -> np.ndarray:
+    """The training prompts of outer step ``step`` (counted from 0): shuffled epochs (chapter 15).
+
+    Epoch e is a permutation of the ``n_prompts`` prompts (numpy's generator seeded with (seed, e)),
+    cut into n_prompts // prompts_per_step steps of ``prompts_per_step`` prompts, the incomplete last
+    step dropped, as TRL's ``RepeatSampler`` takes its prompts; step s takes step s mod that count of
+    epoch s // that count. So every prompt is drawn once per epoch (no prompt twice in a step), and
+    the prompts of a step depend only on (seed, step): a resumed run draws what the whole one drew,
+    and a TRL run given this order sees the same prompts at every step.
+    """
+    steps_per_epoch = n_prompts // prompts_per_step
+    epoch, position = divmod(step, steps_per_epoch)
+    order = np.random.default_rng([seed, epoch]).permutation(n_prompts)
+    return order[position * prompts_per_step:(position + 1) * prompts_per_step]
+
+
+def lr_factor(update: int, warmup_steps: int, steps: int, anneal_lr: bool) -> float:
+    """The learning rate's multiplier at scheduler update ``update`` (counted from 0; chapter 15):
+    min(1, (u + 1) / W) for a warmup over W updates (1 when W = 0), times max(0, 1 - u / steps) with
+    ``anneal_lr``, a linear decay to 0 at update ``steps``."""
+    factor = min(1.0, (update + 1) / warmup_steps) if warmup_steps else 1.0
+    if anneal_lr:
+        factor *= max(0.0, 1.0 - update / max(steps, 1))
+    return factor
+
+
 @dataclass
 class Batch:
     """What one rollout hands to the update (chapter 15): the sampled batch, scored, with advantages.
@@ -148,7 +221,10 @@ class Batch:
     ``rollout`` holds every sampled completion; ``rewards`` (N, G) their verifier scores. ``keep`` marks
     the rows the loss sees (all, or only the informative groups' when flat groups are dropped);
     ``advantages`` are those rows' advantages, and ``ref_logp`` their log-probs under the frozen
-    reference (None when neither ``beta`` nor ``log_kl`` needs it).
+    reference (None when neither ``beta`` nor ``log_kl`` needs it). When a rollout engine sampled
+    (chapter 20), ``rollout.logp`` is the engine's, ``trainer_logp`` the trainer's rescoring of the
+    kept rows (the loss's log pi_old, as in TRL), and ``importance_weights`` TRL's weight of each kept
+    sequence, shaped (rows, 1), or None without the correction.
     """
     rollout: Rollout
     rewards: torch.Tensor
@@ -156,6 +232,8 @@ class Batch:
     keep: torch.Tensor
     advantages: torch.Tensor
     ref_logp: torch.Tensor | None
+    trainer_logp: torch.Tensor | None = None
+    importance_weights: torch.Tensor | None = None
 
     @property
     def tokens(self) -> torch.Tensor:
@@ -163,6 +241,10 @@ class Batch:
 
     @property
     def old_logp(self) -> torch.Tensor:
+        return self.sampler_logp if self.trainer_logp is None else self.trainer_logp
+
+    @property
+    def sampler_logp(self) -> torch.Tensor:
         return self.rollout.logp[self.keep]
 
     @property
@@ -170,21 +252,62 @@ class Batch:
         return self.rollout.mask[self.keep]
 
 
-#: What :meth:`GRPOTrainer.update` reports, and every metric logged per outer step.
-UPDATE_METRICS = ("loss", "grad_norm", "clip_fraction", "ratio", "entropy", "kl")
-METRICS = ("step", "reward", "entropy", "kl", "clip_fraction", "ratio", "completion_length",
-           "zero_variance_share", "loss", "grad_norm", "tokens", "seconds")
+#: The clip's diagnostics under TRL 1.16's metric names, each from its key in ``grpo_loss``'s stats.
+CLIP_METRICS = {"clip_ratio/low_mean": "clip_low_fraction", "clip_ratio/high_mean": "clip_high_fraction",
+                "clip_ratio/region_mean": "clip_fraction", "clip_ratio/low_min": "clip_low_min",
+                "clip_ratio/high_max": "clip_high_max"}
+#: What :meth:`GRPOTrainer.update` reports, and every metric logged per outer step (TRL's names where TRL
+#: logs the quantity; ``step``, ``ratio``, ``tokens`` and ``seconds`` are the book's own).
+UPDATE_METRICS = ("loss", "grad_norm", *CLIP_METRICS, "ratio", "entropy", "kl", "learning_rate")
+#: The sampler/trainer mismatch (chapter 20), logged where a rollout engine samples (NaN otherwise).
+SAMPLING_METRICS = ("sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
+                    "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
+                    "sampling/importance_sampling_ratio/max")
+METRICS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", *CLIP_METRICS, "ratio",
+           "completions/mean_length", "completions/min_length", "completions/max_length",
+           "completions/clipped_ratio", *SAMPLING_METRICS, "loss", "grad_norm", "learning_rate", "tokens", "seconds")
+#: Chapter 15's names for three of them, kept as aliases: each is the same list as its TRL-named metric.
+METRIC_ALIASES = {"clip_fraction": "clip_ratio/region_mean", "zero_variance_share": "frac_reward_zero_std",
+                  "completion_length": "completions/mean_length"}
+
+
+def loss_metrics(stats: dict, entropy: torch.Tensor, mask: torch.Tensor, kl_measured: bool) -> dict:
+    """One inner step's diagnostics as TRL 1.16's ``_compute_loss`` logs them (chapter 19): the clip ratios
+    from ``grpo_loss``'s ``stats``, ``entropy`` (the masked mean of the per-token ``entropy``) and ``kl``
+    (``stats["mean_kl"]``, NaN when the reference was not measured)."""
+    return {**{name: stats[key] for name, key in CLIP_METRICS.items()},
+            "entropy": float((entropy * mask).sum() / mask.sum()),
+            "kl": stats["mean_kl"] if kl_measured else math.nan}
+
+
+def with_aliases(columns: dict) -> dict:
+    """``columns`` and each alias of :data:`METRIC_ALIASES` whose metric it holds, bound to the same object."""
+    return columns | {alias: columns[name] for alias, name in METRIC_ALIASES.items() if name in columns}
+
+
+def metric_log(logged: dict | None = None) -> dict:
+    """The trainer's ``metrics``: a list per :data:`METRICS` key (``logged``'s lists, or empty), aliases included."""
+    return with_aliases({key: logged[key] if logged is not None else [] for key in METRICS})
 
 
 class GRPOTrainer:
     """GRPO from a warm-started policy (chapter 15). ``train()`` runs ``config.steps`` outer steps.
 
-    ``metrics`` holds one value per outer step for each of: ``step``, ``reward`` (mean sampled
-    reward), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3 KL
-    to the warm start on the loss batch; NaN when not measured), ``clip_fraction`` (mean over the K
-    inner steps; each step's K values are in ``clip_fraction_per_inner_step``),
-    ``ratio``, ``completion_length``, ``zero_variance_share``, ``loss``, ``grad_norm``, ``tokens``
-    (sampled tokens) and ``seconds`` (wall time of the step). ``evals`` holds ``step``,
+    ``metrics`` holds one value per outer step for each of :data:`METRICS`, under TRL 1.16's names and
+    with TRL's meaning (chapter 19 reads a run from them): ``reward`` and ``reward_std`` (mean and
+    sample std of every sampled reward), ``frac_reward_zero_std`` (share of groups whose rewards are
+    all equal), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3
+    KL to the warm start on the loss batch, times the ratio with ``use_bias_correction_kl``; NaN when
+    not measured), the clip ratios (``clip_ratio/low_mean``, ``/high_mean``, ``/region_mean``,
+    ``/low_min``, ``/high_max``: see :func:`rl4llm.grpo.grpo_loss`), ``completions/mean_length``,
+    ``/min_length``, ``/max_length`` (tokens, EOS included) and ``completions/clipped_ratio`` (share
+    cut off at ``max_new_tokens`` without EOS), ``loss``, ``grad_norm`` (before clipping) and
+    ``learning_rate``; and the book's own ``step``, ``ratio`` (mean ratio), ``tokens`` (sampled tokens)
+    and ``seconds`` (wall time of the step). TRL logs one row per inner step; an outer step's row here
+    holds the mean over its K inner steps (loss, gradient norm, clip ratios, ratio), and the entropy and
+    KL of the first (the sampling policy's); each step's K region clip ratios are in
+    ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
+    (``clip_fraction``, ``zero_variance_share``, ``completion_length``). ``evals`` holds ``step``,
     ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
     excluded), at step 0, every ``eval_every`` steps and at the end.
     """
@@ -201,26 +324,38 @@ class GRPOTrainer:
         self.device = resolve_device(cfg.device)
         self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
         self.reference = copy.deepcopy(self.policy).requires_grad_(False)   # pi_ref: the frozen warm start
+        self.sampler = RolloutEngine(self.policy, cfg.sampler_precision, cfg.sampler_staleness) \
+            if cfg.separate_sampler else None                                 # chapter 20: a rollout engine
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                           foreach=True)
+                                           fused=True)     # one kernel for every tensor (CPU and CUDA alike)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.loss_options = cfg.loss_options()
-        self.prompt_generator = torch.Generator().manual_seed(cfg.seed)
         self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
         self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
+        if cfg.prompts_per_step > len(self.train_prompts):
+            raise ValueError(f"prompts_per_step must be at most the task's {len(self.train_prompts)} training "
+                             f"prompts (a step draws each at most once), got {cfg.prompts_per_step}")
         self.step_count = 0
         self.train_seconds = 0.0
-        self.metrics = {k: [] for k in self.METRICS}
+        self.metrics = metric_log()
         self.clip_fraction_per_inner_step: list[list[float]] = []     # one list of K values per outer step
         self.evals = {"step": [], "accuracy": [], "train_seconds": []}
 
-    def _lr_factor(self, updates: int) -> float:
-        """lr multiplier after ``updates`` scheduler steps: linear warmup, then 1 or a linear decay to 0."""
+    @property
+    def reuses_sampling_pass(self) -> bool:
+        """Whether the loss differentiates the sampler's own log-probs (``sample(keep_graph=True)``)
+        instead of recomputing them in a second forward pass: with one inner step, when the policy
+        samples itself (no rollout engine, chapter 20) and every sampled row enters the loss. The pass
+        that sampled then ran the very weights the loss differentiates, on the very tokens; with
+        flat groups dropped, a second pass over the kept rows costs less than a backward pass
+        through every sampled row."""
         cfg = self.config
-        factor = min(1.0, (updates + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0
-        if cfg.anneal_lr:
-            factor *= max(0.0, 1.0 - updates / max(cfg.steps, 1))
-        return factor
+        return cfg.inner_steps == 1 and self.sampler is None and not cfg.drop_zero_variance
+
+    def _lr_factor(self, updates: int) -> float:
+        """lr multiplier after ``updates`` scheduler steps: :func:`lr_factor` of this run's knobs."""
+        cfg = self.config
+        return lr_factor(updates, cfg.warmup_steps, cfg.steps, cfg.anneal_lr)
 
     def evaluate(self) -> float:
         accuracy = greedy_accuracy(self.policy, self.task)
@@ -232,14 +367,16 @@ class GRPOTrainer:
         """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages."""
         cfg, task, tok = self.config, self.task, self.task.tokenizer
         G = cfg.group_size
-        chosen = torch.randint(len(task.train_pairs), (cfg.prompts_per_step,),
-                               generator=self.prompt_generator)
+        chosen = torch.as_tensor(prompt_indices(len(task.train_pairs), cfg.prompts_per_step, cfg.seed,
+                                                self.step_count))
         prompts = self.train_prompts[chosen.to(self.device)]
+        if self.sampler is not None:
+            self.sampler.sync(self.policy)
         try:    # pi_old = freeze(pi_theta): no gradients; the sampler records log pi_old
-            rollout = sample(self.policy, prompts, group_size=G,
+            rollout = sample(self.policy if self.sampler is None else self.sampler.model, prompts, group_size=G,
                              max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                              eos_id=tok.eos_id, pad_id=tok.pad_id,
-                             generator=self.sample_generator)
+                             generator=self.sample_generator, keep_graph=self.reuses_sampling_pass)
         except FloatingPointError as err:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; "
                                      f"training stopped") from err
@@ -247,34 +384,55 @@ class GRPOTrainer:
         scores = task.rewards(pairs, rollout.completions.cpu().numpy())
         rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device)
         rewards = rewards.view(-1, G)
-        advantages = group_advantages(rewards, scale=cfg.scale_rewards).view(-1)
         informative = (rewards.amax(dim=1) > rewards.amin(dim=1)).repeat_interleave(G)
         keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
+        in_reward = cfg.kl_placement == "reward" and cfg.beta > 0
+        scored = torch.ones_like(keep) if in_reward else keep      # the rows that need log pi_ref
         ref_logp = None
-        if (cfg.beta > 0 or cfg.log_kl) and bool(keep.any()):
+        if (cfg.beta > 0 or cfg.log_kl) and bool(scored.any()):
             with torch.no_grad():
-                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep],
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[scored],
                                                   rollout.prompt_len, cfg.temperature, G)
-        return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp)
+        shaped = rewards
+        if in_reward:     # classic RLHF-PPO: r_i - beta sum_t k1_it, k1 = log pi_old / pi_ref of each sampled token
+            k1 = KL_ESTIMATORS["k1"](ref_logp - rollout.logp) * rollout.mask
+            shaped, ref_logp = rewards - cfg.beta * k1.sum(dim=1).view(-1, G), ref_logp[keep]
+        advantages = group_advantages(shaped, scale=cfg.scale_rewards).view(-1)
+        trainer_logp = weights = None
+        if self.sampler is not None and bool(keep.any()):    # the trainer rescores what the engine drew, as TRL does
+            with torch.no_grad():
+                trainer_logp, _ = completion_logprobs(self.policy, rollout.tokens[keep], rollout.prompt_len,
+                                                      cfg.temperature, G)
+            if cfg.vllm_importance_sampling_correction:
+                weights = importance_weights.unchecked(trainer_logp, rollout.logp[keep], rollout.mask[keep],
+                                                       mode=cfg.vllm_importance_sampling_mode,
+                                                       clip_max=cfg.vllm_importance_sampling_clip_max,
+                                                       clip_min=cfg.vllm_importance_sampling_clip_min)
+        return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp, trainer_logp, weights)
 
     def update(self, batch: Batch) -> dict:
         """Step 5: K clipped inner steps on the same batch. Returns the diagnostics: the K steps' mean
         loss, gradient norm, clip fraction and ratio; entropy and KL before the first step."""
         if not len(batch.tokens):     # every group was flat and dropped: nothing to learn from
-            return dict.fromkeys(UPDATE_METRICS, math.nan) | {"clip_fraction_per_inner_step": []}
+            return with_aliases(dict.fromkeys(UPDATE_METRICS, math.nan)) | {"clip_fraction_per_inner_step": []}
+        learning_rate = self.optimizer.param_groups[0]["lr"]          # the rate these K steps take
         inner = [self.inner_step(batch, k) for k in range(self.config.inner_steps)]
         self.scheduler.step()
         means = {key: float(np.mean([s[key] for s in inner]))
-                 for key in ("loss", "grad_norm", "clip_fraction", "ratio")}
-        return means | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
-                        "clip_fraction_per_inner_step": [s["clip_fraction"] for s in inner]}
+                 for key in ("loss", "grad_norm", *CLIP_METRICS, "ratio")}
+        return with_aliases(means) | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
+                                      "learning_rate": learning_rate,
+                                      "clip_fraction_per_inner_step": [s["clip_ratio/region_mean"] for s in inner]}
 
     def inner_step(self, batch: Batch, k: int) -> dict:
         """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config), gradient clipped."""
         cfg, mask = self.config, batch.mask
-        logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
-                                            cfg.temperature, cfg.group_size)          # (N, T) each
-        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, batch.advantages, mask,
+        if batch.rollout.loss_logp is not None:    # K = 1: the pass that sampled is the loss's forward pass
+            logp, entropy = batch.rollout.loss_logp, batch.rollout.entropy
+        else:
+            logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
+                                                cfg.temperature, cfg.group_size)      # (N, T) each
+        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, self._weighted_advantages(batch, logp), mask,
                                           ref_logp=batch.ref_logp, **self.loss_options)
         self._check_finite(loss, "loss", k)
         self.optimizer.zero_grad(set_to_none=True)
@@ -282,10 +440,19 @@ class GRPOTrainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
         self._check_finite(grad_norm, "gradient norm", k)
         self.optimizer.step()
-        return {"loss": float(loss.detach()), "grad_norm": float(grad_norm),
-                "clip_fraction": stats["clip_fraction"], "ratio": stats["mean_ratio"],
-                "entropy": float((entropy * mask).sum() / mask.sum()),
-                "kl": stats["mean_kl"] if batch.ref_logp is not None else math.nan}
+        return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), "ratio": stats["mean_ratio"],
+                **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
+
+    def _weighted_advantages(self, batch: Batch, logp: torch.Tensor) -> torch.Tensor:
+        """The advantages times TRL's per-sequence weights (chapter 20): the separate sampler's importance
+        weight and the off-policy sequence mask, each where configured (else the advantages as they are)."""
+        advantages, threshold = batch.advantages, self.config.off_policy_mask_threshold
+        if batch.importance_weights is not None:
+            advantages = sequence_weighted_advantages(advantages, batch.importance_weights)
+        if threshold is not None:
+            keep = off_policy_mask.unchecked(batch.advantages, logp, batch.sampler_logp, batch.mask, threshold)
+            advantages = sequence_weighted_advantages(advantages, keep)
+        return advantages
 
     def step(self) -> dict:
         """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
@@ -295,15 +462,35 @@ class GRPOTrainer:
         self.step_count += 1
         elapsed = time.perf_counter() - start
         self.train_seconds += elapsed
+        lengths, last = batch.rollout.mask.sum(dim=1), batch.rollout.completions[:, -1]
+        tok = self.task.tokenizer
         measured = {"step": self.step_count, "reward": float(batch.rewards.mean()),
-                    "completion_length": float(batch.rollout.mask.sum(dim=1).mean()),
-                    "zero_variance_share": float(1.0 - batch.informative.float().mean()),
-                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed}
+                    "reward_std": float(batch.rewards.std()),
+                    "frac_reward_zero_std": float(1.0 - batch.informative.float().mean()),
+                    "completions/mean_length": float(lengths.mean()), "completions/min_length": float(lengths.min()),
+                    "completions/max_length": float(lengths.max()),
+                    "completions/clipped_ratio": float(((last != tok.eos_id) & (last != tok.pad_id)).float().mean()),
+                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed} | self._sampling_metrics(batch)
         row = {key: measured[key] if key in measured else stats[key] for key in METRICS}
         for key, value in row.items():
             self.metrics[key].append(value)
         self.clip_fraction_per_inner_step.append(stats["clip_fraction_per_inner_step"])
-        return row
+        return with_aliases(row)
+
+    @staticmethod
+    def _sampling_metrics(batch: Batch) -> dict:
+        """TRL's ``sampling/*`` metrics of the batch (chapter 20): |log pi_old - log pi_sampler| over the kept
+        completion tokens (mean, max) and the importance weights (min, mean, max); NaN where not measured."""
+        out = dict.fromkeys(SAMPLING_METRICS, math.nan)
+        if batch.trainer_logp is not None and bool(batch.mask.any()):
+            gap = sampler_gap(batch.trainer_logp, batch.sampler_logp, batch.mask)[batch.mask > 0].abs()
+            out["sampling/sampling_logp_difference/mean"] = float(gap.mean())
+            out["sampling/sampling_logp_difference/max"] = float(gap.max())
+        if batch.importance_weights is not None and batch.importance_weights.numel():
+            w = batch.importance_weights
+            for name, value in (("min", w.min()), ("mean", w.mean()), ("max", w.max())):
+                out[f"sampling/importance_sampling_ratio/{name}"] = float(value)
+        return out
 
     def _check_finite(self, value: torch.Tensor, quantity: str, inner_step: int) -> None:
         if not bool(torch.isfinite(value)):
@@ -354,7 +541,6 @@ class GRPOTrainer:
                 "task": {"seed": self.task.seed, "n_eval": self.task.n_eval},
                 "policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "prompt_generator": self.prompt_generator.get_state(),
                 "sample_generator": self.sample_generator.get_state(),
                 "sample_generator_device": self.device.type,
                 # the global generators: the trainer draws from its own two, but a caller's code may not
@@ -362,7 +548,8 @@ class GRPOTrainer:
                 "cuda_rng_states": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else [],
                 "step_count": self.step_count, "train_seconds": self.train_seconds,
                 "metrics": self.metrics, "evals": self.evals,
-                "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step}
+                "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step} \
+            | ({"sampler": self.sampler.state_dict()} if self.sampler is not None else {})
 
     def save(self, path: str) -> None:
         """Write a checkpoint atomically; refuses (FloatingPointError) if any weight is NaN or inf."""
@@ -379,7 +566,8 @@ class GRPOTrainer:
         """Rebuild a trainer from ``save`` on ``device`` (default: the saved config's), any device.
 
         Restored: weights, the frozen reference, AdamW's moments and step counts, the learning-rate
-        schedule's position, both of the trainer's generators (prompts, sampling), the global torch
+        schedule's position, the sampling generator (the prompts of a step follow from seed and step,
+        :func:`prompt_indices`), the global torch
         generators (CPU, and CUDA on a CUDA device), the step count and every logged metric. On the
         device type it was saved from, continuing it therefore reproduces the uninterrupted run
         bitwise: on a CPU always (at the config's fixed thread count), on CUDA when torch runs its
@@ -399,7 +587,6 @@ class GRPOTrainer:
         trainer.reference.load_state_dict(state["reference"])
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.scheduler.load_state_dict(state["scheduler"])
-        trainer.prompt_generator.set_state(state["prompt_generator"])
         if state.get("sample_generator_device", "cpu") == trainer.device.type:
             trainer.sample_generator.set_state(state["sample_generator"])
         else:
@@ -410,8 +597,10 @@ class GRPOTrainer:
             if trainer.device.type == "cuda" and len(cuda_states) == torch.cuda.device_count():
                 torch.cuda.set_rng_state_all(cuda_states)
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
-        trainer.metrics, trainer.evals = state["metrics"], state["evals"]
+        trainer.metrics, trainer.evals = metric_log(state["metrics"]), state["evals"]
         trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]
+        if trainer.sampler is not None:
+            trainer.sampler.load_state_dict(state["sampler"])
         return trainer
 
 

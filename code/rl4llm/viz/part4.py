@@ -55,7 +55,7 @@ def draw_diagnostics(fig, metrics: dict, window: int = 25) -> None:
         ax.set_ylabel(label, fontsize=9)
     for ax in axes[1]:
         ax.set_xlabel("GRPO step")
-    fig.suptitle("What to watch: entropy falls, KL to the start levels off, fewer groups are flat")
+    fig.suptitle("What to watch: entropy falls, KL to the start climbs ever more slowly, fewer groups are flat")
 
 
 def draw_seed_comparison(fig, results: dict, floor: float) -> None:
@@ -107,6 +107,13 @@ def draw_grid(fig, grid: dict, baseline: dict) -> None:
     fig.suptitle("Break it: a high learning rate collapses the policy, G = 2 starves it")
 
 
+#: The playground's largest group size and number of inner steps (chapter 15). A click's training time
+#: grows about as G for sampling and as G x K for the updates, so the old maxima (G = 16, K = 8) made
+#: a click last minutes. The lessons sit below these caps: G = 2 against 8 (flat groups starve the
+#: update) and K = 2 to 4 (the clip binds once the policy moves between inner steps).
+PLAYGROUND_MAX = {"group_size": 12, "inner_steps": 4}
+
+
 def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
     """Sliders for G, K (inner steps), epsilon, learning rate, beta and seed, a Train button and a
     progress bar. With K = 1 every ratio is exactly 1 when the loss is computed, so epsilon acts only
@@ -123,8 +130,10 @@ def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
     from ..trainer import GRPOConfig, GRPOTrainer
 
     sliders = {
-        "group_size": widgets.IntSlider(value=base_config.group_size, min=2, max=16, description="G"),
-        "inner_steps": widgets.IntSlider(value=base_config.inner_steps, min=1, max=8, description="K"),
+        "group_size": widgets.IntSlider(value=base_config.group_size, min=2, max=PLAYGROUND_MAX["group_size"],
+                                        description="G"),
+        "inner_steps": widgets.IntSlider(value=base_config.inner_steps, min=1, max=PLAYGROUND_MAX["inner_steps"],
+                                         description="K"),
         "eps_low": widgets.FloatSlider(value=base_config.eps_low, min=0.05, max=0.5, step=0.05, description="epsilon"),
         "lr": widgets.FloatLogSlider(value=base_config.lr, base=10, min=-4, max=-1.5, step=0.25,
                                      description="lr", readout_format=".1e"),
