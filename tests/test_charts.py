@@ -462,6 +462,15 @@ PART5_LINES = {
                                                           for p in pass_curves().values()]),
                                      None, {"t"}, {"t": 8}),
 }
+# chapter 20: the spread of a sequence's capped weight, from the closed form (rl4llm.sampler_study)
+from rl4llm.sampler_study import CAP_RULES, lognormal_weight_moments  # noqa: E402
+from rl4llm.viz import sampler_charts  # noqa: E402
+
+PART5_LINES["20_sampler_trainer"] = (
+    sampler_charts.weight_chart, [sampler_charts.LENGTH, sampler_charts.CAP], None,
+    lambda L, cap: (sampler_charts.SIGMA, [[np.sqrt(lognormal_weight_moments(s * np.sqrt(L), cap, rule)[1])
+                                            for s in sampler_charts.SIGMA] for rule in CAP_RULES]),
+    None, {"L"}, {"L": 4, "cap": 3.0})
 LINE_CHARTS.update(PART5_LINES)        # the tests below check every line chart of the book
 #: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
 LEARNING_SAMPLE = [(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)]

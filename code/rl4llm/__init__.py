@@ -67,6 +67,10 @@ _LAZY = {
     "dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
                          "flat_probability", "groups_drawn_per_kept_group"),
     "pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
+    # Part V: when the sampler is not the trainer (chapter 20)
+    "rollout_correction": ("IMPORTANCE_SAMPLING_MODES", "importance_weights", "off_policy_mask", "sampler_gap"),
+    "rollout_engine": ("RolloutEngine",),
+    "sampler_study": ("lognormal_weight_moments",),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 

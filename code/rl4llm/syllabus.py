@@ -21,7 +21,8 @@ KINDS = ("by hand", "coding", "written", "experiment")
 
 #: How each kind is handed in and graded.
 GRADED_BY = {
-    "by hand": "one number, checked automatically (answer box or check cell; nbgrader)",
+    "by hand": "one number: practised in the answer box or a check cell; handed in as its nbgrader answer cell, "
+               "graded out of process within its tolerance",
     "coding": "one function, checked automatically (nbgrader or the pytest route)",
     "written": "a short write-up (a derivation or an argument, with its numerical check), graded by hand",
     "experiment": "a prediction, the runs and an explanation, graded by hand",
@@ -145,6 +146,9 @@ OBJECTIVES = {
     "ex-ch19-decode": "say whether one decoding step is bound by memory bandwidth or by FLOPs, and its time",
     "ex-ch19-write-kv-bytes": "implement the KV cache's bytes per token from a model's shape",
     "ex-ch19-split": "find the split of GPUs between sampler and trainer that minimises a step, and whether it moves",
+    "ex-ch19-loss-at-start": "compute the loss TRL's default dapo reports at a run's first step, and why it is not 0",
+    "ex-ch19-gradient-at-start": "compute the gradient at a run's first step, where the loss is 0 and the policy moves",
+    "ex-ch19-read-a-run": "predict, then read from the logged metrics, how a learning rate between the two runs fails",
     "ex-ch18-gspo-ratio": "compute GSPO's length-normalised ratio of a two-token answer and contrast it with the "
                           "exact sequence weight",
     "ex-ch18-draws": "compute the groups dynamic sampling draws per kept group, 1 / (1 - p^G - (1 - p)^G)",
@@ -152,6 +156,12 @@ OBJECTIVES = {
     "ex-ch18-write-pass-at-k": "implement the unbiased pass@k estimator 1 - C(n - c, k) / C(n, k)",
     "ex-ch18-length": "predict and measure the length at which the product weight's second moment reaches 10",
     "ex-ch18-group-mean": "test whether dynamic sampling's 1 / (1 - P(flat)) cost holds with Dr. GRPO's advantages",
+    "ex-ch20-sequence-weight": "compute TRL's default importance weight of an answer a separate sampler drew",
+    "ex-ch20-opsm-kl": "compute the off-policy mask's measure of a sequence and say whether it is dropped",
+    "ex-ch20-write-lognormal-weight-moments": "implement the mean and variance of an importance weight with no "
+                                              "cap, truncated and masked",
+    "ex-ch20-one-step-off": "predict and measure whether a one-step-off sampler costs accuracy, and how the "
+                            "learning rate decides it",
     "ex-ch21-knobs": "name each method's step-size knob and check it by halving and doubling it",
     "ex-ch21-samples": "explain GRPO's head start over REINFORCE with a baseline at the same sample budget",
     "ex-ch21-k3": "compute GRPO's per-token k3 penalty by hand and contrast it with k1",
@@ -260,9 +270,13 @@ CHAPTER_OBJECTIVES = {
     17: "compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the KL "
         "estimators k1, k2, k3 apart and which gradient each leash follows",
     19: "add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time "
-        "(sampling, training, weight sync; synchronous against asynchronous)",
+        "(sampling, training, weight sync; synchronous against asynchronous); read a run's logged metrics (a loss "
+        "of 0 with a gradient, flat groups, a learning rate too high)",
     18: "compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
         "pass@k and its unbiased estimator",
+    20: "give the trainer a separate sampler (bf16, stale weights) and measure the log-prob gap per token and "
+        "per sequence; compute TRL's four importance-sampling corrections and the off-policy mask; say from a "
+        "comparison over seeds where a correction matters and why",
     21: "write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token k3 "
         "penalty and contrast it with k1",
 }
@@ -270,7 +284,7 @@ CHAPTER_OBJECTIVES = {
 #: Estimated minutes per chapter: (reading its text and code, doing its exercises).
 MINUTES = {1: (25, 40), 2: (35, 55), 3: (30, 45), 4: (40, 60), 5: (55, 75), 6: (60, 75), 7: (45, 60),
            8: (50, 70), 9: (60, 75), 10: (40, 50), 11: (50, 60), 12: (35, 50), 13: (35, 45), 14: (45, 60),
-           15: (60, 75), 16: (50, 75), 17: (60, 75), 19: (45, 60), 18: (55, 70), 21: (35, 50)}
+           15: (60, 75), 16: (50, 75), 17: (60, 75), 19: (60, 75), 18: (55, 70), 20: (45, 60), 21: (35, 50)}
 
 
 @dataclass(frozen=True)

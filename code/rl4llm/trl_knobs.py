@@ -33,35 +33,45 @@ from .trainer import GRPOConfig, GRPOTrainer, chapter15_config
 #: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
 KNOBS = {
     "group_size": ("num_generations", 13),
-    "prompts_per_step": ("per_device_train_batch_size", 14),
+    "prompts_per_step": ("per_device_train_batch_size", 15),
     "inner_steps": ("num_iterations", 13),
     "eps_low": ("epsilon", 11),
-    "eps_high": ("epsilon_high", 13),
-    "beta": ("beta", 13),
-    "loss_type": ("loss_type", 13),
-    "importance_sampling_level": ("importance_sampling_level", 15),
-    "scale_rewards": ("scale_rewards", 13),
+    "eps_high": ("epsilon_high", 14),
+    "beta": ("beta", 14),
+    "loss_type": ("loss_type", 14),
+    "importance_sampling_level": ("importance_sampling_level", 18),
+    "delta": ("delta", 16),
+    "use_bias_correction_kl": ("use_bias_correction_kl", 17),
+    "kl_estimator": (None, 17),
+    "kl_placement": (None, 17),
+    "sampler_precision": (None, 20),
+    "sampler_staleness": (None, 20),
+    "vllm_importance_sampling_correction": ("vllm_importance_sampling_correction", 20),
+    "vllm_importance_sampling_mode": ("vllm_importance_sampling_mode", 20),
+    "vllm_importance_sampling_clip_max": ("vllm_importance_sampling_clip_max", 20),
+    "vllm_importance_sampling_clip_min": ("vllm_importance_sampling_clip_min", 20),
+    "off_policy_mask_threshold": ("off_policy_mask_threshold", 20),
+    "scale_rewards": ("scale_rewards", 14),
     "temperature": ("temperature", 2),
-    "max_new_tokens": ("max_completion_length", 14),
-    "lr": ("learning_rate", 14),
-    "warmup_steps": ("warmup_steps", 14),
-    "anneal_lr": ("lr_scheduler_type", 14),
-    "weight_decay": ("weight_decay", 14),
-    "grad_clip": ("max_grad_norm", 14),
-    "steps": ("max_steps", 14),
-    "seed": ("seed", 14),
-    "device": ("use_cpu", 14),
-    "drop_zero_variance": (None, 14),
-    "eval_every": (None, 14),
-    "log_kl": (None, 14),
-    "num_threads": (None, 14),
+    "max_new_tokens": ("max_completion_length", 15),
+    "lr": ("learning_rate", 15),
+    "warmup_steps": ("warmup_steps", 15),
+    "anneal_lr": ("lr_scheduler_type", 15),
+    "weight_decay": ("weight_decay", 15),
+    "grad_clip": ("max_grad_norm", 15),
+    "steps": ("max_steps", 15),
+    "seed": ("seed", 15),
+    "device": ("use_cpu", 15),
+    "drop_zero_variance": (None, 15),
+    "eval_every": (None, 15),
+    "log_kl": (None, 15),
+    "num_threads": (None, 15),
 }
 
 #: TRL fields the book has no knob for, set to what the book's trainer does (chapter 16 says why).
 FIXED = {
     "bf16": False,                       # TRL resolves None to True: bf16 autocast, even on CPU
     "activation_checkpointing": False,   # TRL default True (as gradient_checkpointing, renamed in transformers 5)
-    "use_bias_correction_kl": False,     # TRL default True: k3 times the ratio (a reverse-KL gradient)
     "gradient_accumulation_steps": 1,    # the book takes one gradient step on the whole batch
     "steps_per_generation": 1,
     "optim": "adamw_torch",              # the book's torch AdamW (TRL's default is its fused variant)
@@ -79,12 +89,17 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
     prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
     ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
     becomes ``epsilon_high = eps_low`` explicitly; :data:`FIXED` is added. ``device="cpu"`` sets
-    ``use_cpu=True``. ``eval_every``, ``log_kl`` and ``num_threads`` are the book trainer's own
-    bookkeeping and have no TRL counterpart.
+    ``use_cpu=True``. ``delta``, ``use_bias_correction_kl``, ``off_policy_mask_threshold`` and the
+    ``vllm_importance_sampling_*`` corrections keep their names (TRL applies the latter only with
+    ``use_vllm``, as the book only with a separate sampler); ``eval_every``,
+    ``log_kl`` and ``num_threads`` are the book trainer's own bookkeeping and have no TRL counterpart.
 
-    ``drop_zero_variance=True`` raises ValueError, since TRL cannot leave flat groups out of the
-    loss batch, unless ``allow_unsupported=True``: then the knob is dropped and flat groups stay in
-    the batch with zero advantages (they still count in the token normalisers and the KL term).
+    Settings TRL cannot run raise ValueError unless ``allow_unsupported=True``:
+    ``drop_zero_variance=True``, since TRL cannot leave flat groups out of the loss batch (mapped, the
+    knob is dropped and flat groups stay in the batch with zero advantages: they still count in the
+    token normalisers and the KL term); a rollout engine (``sampler_precision`` or ``sampler_staleness``;
+    mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
+    loss (``kl_estimator`` other than ``"k3"`` or ``kl_placement="reward"``; mapped, TRL puts k3 in the loss).
     """
     if not isinstance(config, GRPOConfig):
         raise ValueError(f"config must be an rl4llm.trainer.GRPOConfig, got {type(config).__name__}")
@@ -95,6 +110,12 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
     if config.drop_zero_variance and not allow_unsupported:
         raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
                          "allow_unsupported=True to map the rest and keep flat groups in the batch")
+    if config.separate_sampler and not allow_unsupported:
+        raise ValueError("sampler_precision and sampler_staleness (chapter 20's rollout engine) have no TRL GRPOConfig "
+                         "field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
+    if config.beta > 0 and (config.kl_estimator, config.kl_placement) != ("k3", "loss") and not allow_unsupported:
+        raise ValueError(f"kl_estimator={config.kl_estimator!r} with kl_placement={config.kl_placement!r}: TRL 1.16 "
+                         f"has k3 in the loss only; pass allow_unsupported=True to map the rest with TRL's k3")
     K = config.inner_steps
     kwargs = {
         "num_generations": config.group_size,
@@ -105,6 +126,12 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
         "beta": config.beta,
         "loss_type": config.loss_type,
         "importance_sampling_level": config.importance_sampling_level,
+        "delta": config.delta,
+        "use_bias_correction_kl": config.use_bias_correction_kl,
+        **{field: getattr(config, field) for field in ("vllm_importance_sampling_correction",
+                                                       "vllm_importance_sampling_mode",
+                                                       "vllm_importance_sampling_clip_max",
+                                                       "vllm_importance_sampling_clip_min", "off_policy_mask_threshold")},
         "scale_rewards": "group" if config.scale_rewards else "none",
         "temperature": config.temperature,
         "max_completion_length": config.max_new_tokens,

@@ -20,7 +20,7 @@ from .hf_plumbing import char_tokenizer_for_transformers, quiet, trl_policy
 from .loss_types import LOSS_TYPES, loss_type_names
 from .model import GPT, completion_logprobs, is_conv1d
 from .tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
-from .trainer import GRPOConfig
+from .trainer import GRPOConfig, loss_metrics
 from .trl_knobs import trl_config_kwargs
 
 
@@ -88,15 +88,17 @@ def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float
     """The book's loss on ``batch``: :func:`rl4llm.grpo.grpo_loss` on :func:`completion_logprobs`.
 
     Settings from ``config`` (its :meth:`~rl4llm.trainer.GRPOConfig.loss_options`: eps_low, eps_high,
-    beta, loss_type, max_new_tokens as dr_grpo's constant, importance_sampling_level; and temperature). Returns ``(loss, grads, stats)``: the loss as a float, the gradient of each
-    parameter by name (``model``'s grads are left as they were), and ``grpo_loss``'s diagnostics.
+    beta, loss_type, max_new_tokens as dr_grpo's constant, importance_sampling_level, delta, the KL
+    estimator and its bias correction; and temperature). Returns ``(loss, grads, stats)``: the loss as
+    a float, the gradient of each parameter by name (``model``'s grads are left as they were), and
+    ``grpo_loss``'s diagnostics with the trainer's TRL-named metrics (:func:`rl4llm.trainer.loss_metrics`).
     """
     params = dict(model.named_parameters())
-    logp, _ = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
+    logp, entropy = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
     loss, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, ref_logp=batch.ref_logp,
                             **config.loss_options())
     grads = torch.autograd.grad(loss, list(params.values()))
-    return float(loss.detach()), dict(zip(params, grads)), stats
+    return float(loss.detach()), dict(zip(params, grads)), stats | loss_metrics(stats, entropy, batch.mask, True)
 
 
 def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory: str, *,
@@ -154,19 +156,21 @@ def book_layout(model: GPT, hf_tensors: dict) -> dict:
             else hf_tensors["transformer." + name] for name in names}
 
 
-def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict]:
+def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict, dict]:
     """TRL 1.16's loss on ``batch``: ``GRPOTrainer._compute_loss`` on ``to_gpt2``.
 
     A real trainer (:func:`trl_loss_trainer`) is handed the inputs its own sampling step
     would build (:func:`trl_loss_inputs`); its loss is differentiated with autograd.
-    Returns ``(loss, grads)``, grads named and shaped as ``model``'s parameters.
+    Returns ``(loss, grads, metrics)``: grads named and shaped as ``model``'s parameters, and what
+    ``_compute_loss`` logged (entropy, the clip ratios, and kl when beta > 0), by TRL's names.
     """
     with quiet(), tempfile.TemporaryDirectory() as tmp:
         trainer = trl_loss_trainer(model, batch, config, tmp)
         loss = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
     params = dict(trainer.model.named_parameters())
     grads = torch.autograd.grad(loss, list(params.values()))
-    return float(loss.detach()), book_layout(model, dict(zip(params, grads)))
+    metrics = {name: values[-1] for name, values in trainer._metrics["train"].items()}
+    return float(loss.detach()), book_layout(model, dict(zip(params, grads))), metrics
 
 
 def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES), *, seed: int = 0,
@@ -176,7 +180,9 @@ def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES),
     One :func:`loss_batch` (``seed``, ``perturbation``) for all; ``config`` with its ``loss_type``
     replaced by each in turn. Each row: ``loss_type``, ``rl4llm`` and ``trl`` (the two loss values),
     ``difference`` (trl - rl4llm), ``max_grad_difference`` (largest absolute difference over every
-    parameter's gradient), ``grad_norm`` (of ours, for scale) and ``clip_fraction`` (of ours).
+    parameter's gradient), ``metrics`` (the names TRL logged), ``max_metric_difference`` (largest
+    absolute difference between TRL's logged value and the trainer's metric of that name),
+    ``grad_norm`` (of ours, for scale) and ``clip_fraction`` (of ours).
     """
     from dataclasses import replace
 
@@ -186,9 +192,11 @@ def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES),
     for loss_type in loss_types:
         cfg = replace(config, loss_type=loss_type)
         ours, our_grads, stats = rl4llm_loss(model, batch, cfg)
-        theirs, their_grads = trl_loss(model, batch, cfg)
+        theirs, their_grads, logged = trl_loss(model, batch, cfg)
         rows.append({"loss_type": loss_type, "rl4llm": ours, "trl": theirs, "difference": theirs - ours,
                      "max_grad_difference": max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()),
+                     "metrics": sorted(logged),
+                     "max_metric_difference": max(abs(value - stats[name]) for name, value in logged.items()),
                      "grad_norm": math.sqrt(sum(float(g.pow(2).sum()) for g in our_grads.values())),
                      "clip_fraction": stats["clip_fraction"]})
     return rows

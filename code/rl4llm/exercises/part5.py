@@ -2,10 +2,13 @@
 
 - Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
   hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
-- Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step (by hand);
-  the KV cache's bytes per token ``kv_bytes_per_token`` (coding).
+- Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
+  and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
+  (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
   estimate from n samples (by hand); ``pass_at_k_estimate`` (coding).
+- Chapter 20: TRL's default weight of an answer a separate sampler drew, the off-policy mask's measure of
+  one sequence (by hand); the capped weight's mean and variance ``lognormal_weight_moments`` (coding).
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The references that need torch are imported on first use.
@@ -205,6 +208,61 @@ _KV_BYTES = FunctionExercise(19, kv_bytes_per_token, _kv_cases, (
 ))
 
 
+# ---------------------------------------------------------------- ex-ch19-loss-at-start (by hand)
+#: The by-hand group of reading a run: "05" (right, 3 tokens with EOS) and "4" (wrong, 2), rewards 1 and 0.
+START_LENGTHS, START_REWARDS = DAPO_LENGTHS, (1.0, 0.0)
+
+
+def _loss_at_start(loss_type: str = "dapo") -> float:
+    """``grpo_loss`` of the by-hand group at the first inner step (ratio 1, beta = 0), by ``loss_type``."""
+    import torch
+
+    from ..grpo import group_advantages, grpo_loss
+    mask = (torch.arange(max(START_LENGTHS))[None, :] < torch.tensor(START_LENGTHS)[:, None]).double()
+    advantages = group_advantages(torch.tensor(START_REWARDS, dtype=torch.float64))
+    logp = torch.zeros_like(mask)
+    loss, _ = grpo_loss(logp, logp, advantages, mask, loss_type=loss_type, max_completion_length=max(START_LENGTHS))
+    return float(loss)
+
+
+def _loss_at_start_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_loss_at_start("grpo"), "that is grpo's value: each answer's own token mean, then the mean over answers, "
+                                 "which is -mean(A) = 0; dapo divides the token sum by all 5 tokens of the batch"),
+        (-_loss_at_start(), "the sign is flipped: the loss is the NEGATED objective, -(sum_i A_i |o_i|) / sum_i |o_i|"),
+        (_loss_at_start("dr_grpo"), "that is dr_grpo's normaliser, G x L_max = 6; dapo divides by the 5 tokens"),
+        (_loss_at_start() * sum(START_LENGTHS) / len(START_LENGTHS),
+         "that divides the token sum by the number of answers (2); dapo divides by the number of tokens (5)"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch19-gradient-at-start (by hand)
+#: The by-hand group of the one-step toy: "5" (right), "4", "4", "0".
+START_GROUP, START_GROUP_REWARDS = (2, 1, 1, 0), (1.0, 0.0, 0.0, 0.0)
+
+
+def _start_gradient_norm() -> float:
+    from ..run_reading import first_step
+    return float(np.linalg.norm(first_step(START_GROUP, START_GROUP_REWARDS)[1]))
+
+
+def _start_gradient_mistakes() -> tuple[tuple[float, str], ...]:
+    r = np.array(START_GROUP_REWARDS)
+    G = len(r)
+
+    def norm(advantages, factor=1.0):      # |-(1/G) sum_i A_i onehot(y_i)|, the gradient at ratio 1
+        return factor * float(np.linalg.norm(np.bincount(START_GROUP, weights=advantages, minlength=5))) / G
+    centred = r - r.mean()
+    return (
+        (0.0, "that is the loss's value (the advantages sum to 0, so -sum_i A_i / G = 0); its gradient "
+              "-(1/G) sum_i A_i grad log pi(y_i) is not 0, since the answers differ"),
+        (norm(centred / r.std(), G), "the 1/G of the mean over the group is missing"),
+        (norm(centred / r.std(ddof=1)), "that divides by the sample std (ddof 1, TRL's); the book's "
+                                         "group_advantages divides by the population std (ddof 0)"),
+        (norm(centred), "the advantages are not divided by the group's std: that is Dr. GRPO's r - mean"),
+    )
+
+
 # ============================================================================ chapter 18
 #: The by-hand answer: two tokens whose ratios pi / pi_old are 1.6 and 0.9.
 GSPO_RATIOS = (1.6, 0.9)
@@ -290,6 +348,87 @@ _PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case,
 ))
 
 
+# ============================================================================ chapter 20
+lognormal_weight_moments = imported_on_call("sampler_study", "lognormal_weight_moments")   # it imports torch
+
+#: The by-hand answer: the engine's and the trainer's probabilities of its two tokens, and TRL's cap.
+ENGINE_PROBS, TRAINER_PROBS, IS_CAP = (0.25, 0.6), (0.5, 0.8), 3.0
+
+
+def _sequence_weight() -> float:
+    """TRL's ``sequence_mask`` weight of the by-hand answer (the exact ratio, kept below the cap)."""
+    ratio = math.prod(t / e for t, e in zip(TRAINER_PROBS, ENGINE_PROBS))
+    return ratio if ratio <= IS_CAP else 0.0
+
+
+def _sequence_weight_mistakes() -> tuple[tuple[float, str], ...]:
+    ratios = [t / e for t, e in zip(TRAINER_PROBS, ENGINE_PROBS)]
+    product = math.prod(ratios)
+    return (
+        (math.sqrt(product), "that is the geometric mean of the token ratios (GSPO's length normalisation); TRL's "
+                             "sequence modes sum the log gaps, so the weight is the product of the ratios"),
+        (1 / product, "that is upside down: the weight is pi_old / pi_samp, the trainer's probability over the "
+                      "engine's"),
+        (sum(ratios) / 2, "that averages the token ratios; a sequence's ratio is their product"),
+        (0.0, f"the ratio {product:.4f} is below the cap {IS_CAP:g}, so sequence_mask keeps it"),
+    )
+
+
+#: The by-hand sequence: its advantage, the engine's and the current policy's log-probs of its tokens.
+OPSM_ADVANTAGE, OPSM_ENGINE, OPSM_POLICY = -1.0, (-0.1, -0.3, -0.2), (-0.9, -1.0, -0.8)
+
+
+def _opsm_measure() -> float:
+    return float(np.mean(np.subtract(OPSM_ENGINE, OPSM_POLICY)))
+
+
+def _opsm_mistakes() -> tuple[tuple[float, str], ...]:
+    gaps = np.subtract(OPSM_ENGINE, OPSM_POLICY)
+    return (
+        (float(gaps.sum()), "that is the sum over the tokens; the mask compares the mean per token with delta"),
+        (-_opsm_measure(), "the sign is flipped: the measure is log pi_samp - log pi_theta, positive when the "
+                           "policy has moved away from the engine's answer"),
+        (float(np.mean(np.exp(gaps))), "that averages the ratios pi_samp / pi_theta; the measure averages the "
+                                      "log-probability gaps (a k1 estimate of the KL)"),
+        (float(np.mean(np.abs(np.log(-np.array(OPSM_ENGINE)) - np.log(-np.array(OPSM_POLICY))))),
+         "that compares the logs of the log-probabilities; subtract the log-probabilities themselves"),
+    )
+
+
+# ---------------------------------------------------------------- lognormal_weight_moments (coding)
+def _moments_case(rng):
+    """The chapter's sequence (spread 0.5 a token, four tokens, TRL's cap 3, truncated), then random ones."""
+    if rng is None:
+        return 1.0, 3.0, "truncate"
+    return float(rng.uniform(0.1, 2.0)), float(rng.uniform(1.5, 5.0)), str(rng.choice(["none", "truncate", "mask"]))
+
+
+def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_mask=False):
+    """The moments with a slip: ln r centred at ``mu`` (the right one is -s^2/2), E[w^2] for the variance, or
+    the mass above the cap dropped when truncating."""
+    s2 = log_std ** 2
+    mu = -s2 / 2 if mu is None else mu
+    phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))          # noqa: E731
+    above = 1 - phi((math.log(cap) - mu) / log_std)
+    first, second = math.exp(mu + s2 / 2), math.exp(2 * mu + 2 * s2)
+    if rule != "none":
+        first *= phi((math.log(cap) - mu - s2) / log_std)
+        second *= phi((math.log(cap) - mu - 2 * s2) / log_std)
+    if rule == "truncate" and not truncate_as_mask:
+        first, second = first + cap * above, second + cap ** 2 * above
+    return first, second if raw_second else second - first ** 2
+
+
+_LOGNORMAL_MOMENTS = FunctionExercise(20, lognormal_weight_moments, toy_and_random(_moments_case, n_random=8), (
+    ("the log-ratio's mean -s^2/2 is missing: with ln r ~ N(0, s^2), E[r] = e^(s^2/2) > 1, and importance "
+     "sampling is no longer unbiased", lambda s, c, rule: _moments_slip(s, c, rule, mu=0.0)),
+    ("the second value is E[w^2]; the variance is E[w^2] - E[w]^2",
+     lambda s, c, rule: _moments_slip(s, c, rule, raw_second=True)),
+    ("truncating keeps the mass above the cap at C: add C P(r > C) to the mean and C^2 P(r > C) to E[w^2] (that "
+     "is what masking drops)", lambda s, c, rule: _moments_slip(s, c, rule, truncate_as_mask=True)),
+), output="pair")
+
+
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-k2": NumericExercise(
         17, f"k2 of the sampled 5 (pi = {TOKEN_PI}, pi_ref = {TOKEN_REF})", _X ** 2 / 2, 0.002, _k2_mistakes()),
@@ -312,6 +451,12 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         19, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
         _decode_mistakes),
     "kv_bytes_per_token": _KV_BYTES,
+    "ex-ch19-loss-at-start": NumericExercise(
+        19, 'dapo\'s loss at the first inner step for "05" (right) and "4" (wrong)', _loss_at_start, 0.01,
+        _loss_at_start_mistakes),
+    "ex-ch19-gradient-at-start": NumericExercise(
+        19, "the norm of the first step's gradient in the logits (group 5, 4, 4, 0)", _start_gradient_norm, 0.005,
+        _start_gradient_mistakes),
     "ex-ch18-gspo-ratio": NumericExercise(
         18, "GSPO's sequence ratio s of the two-token answer (token ratios 1.6 and 0.9)", _gspo_ratio, 0.002,
         _gspo_mistakes),
@@ -321,4 +466,10 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch18-pass-at-k": NumericExercise(
         18, "the unbiased pass@4 estimate from 10 samples with 2 right", _pass_estimate, 0.002, _pass_mistakes),
     "pass_at_k_estimate": _PASS_AT_K,
+    "ex-ch20-sequence-weight": NumericExercise(
+        20, "TRL's sequence_mask weight of the answer (cap 3)", _sequence_weight, 0.002, _sequence_weight_mistakes),
+    "ex-ch20-opsm-kl": NumericExercise(
+        20, "the off-policy mask's measure of the sequence (mean of log pi_samp - log pi_theta)", _opsm_measure,
+        0.002, _opsm_mistakes),
+    "lognormal_weight_moments": _LOGNORMAL_MOMENTS,
 }
