@@ -17,7 +17,7 @@ from rl4llm.hf_plumbing import quiet
 from rl4llm.loss_types import LOSS_TYPES
 from rl4llm.model import GPT, GPTConfig, Rollout, completion_logprobs
 from rl4llm.rollout_correction import (IMPORTANCE_SAMPLING_MODES, importance_weights, off_policy_mask,
-                                       sampler_gap, sequence_weighted_advantages)
+                                       sampler_gap, weighted_advantages)
 from rl4llm.tasks import AdditionTask
 from rl4llm.trainer import Batch, GRPOConfig, GRPOTrainer
 from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
@@ -99,7 +99,8 @@ def trainer_batch(batch, sampler_logp, weights):
 
 
 #: The corrections the trainer applies: (TRL's vllm_importance_sampling_mode or None, off_policy_mask_threshold).
-CORRECTIONS = [("sequence_mask", None), ("sequence_truncate", None), (None, 0.05), ("sequence_mask", 0.05)]
+CORRECTIONS = [("sequence_mask", None), ("sequence_truncate", None), ("token_mask", None), ("token_truncate", None),
+               (None, 0.05), ("sequence_mask", 0.05), ("token_truncate", 0.05)]
 
 
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
@@ -141,10 +142,24 @@ def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, thre
     assert abs(float(plain.detach()) - float(ours.detach())) > 1e-4          # the correction changed the loss
 
 
-def test_sequence_weights_ride_on_the_advantage():
+def test_weights_ride_on_the_advantage():
     advantages = torch.tensor([1.0, -0.5, 0.0])
     weights = torch.tensor([[0.5], [0.0], [3.0]])
-    assert torch.equal(sequence_weighted_advantages(advantages, weights), torch.tensor([0.5, -0.0, 0.0]))
+    assert torch.equal(weighted_advantages(advantages, weights), torch.tensor([0.5, -0.0, 0.0]))
+    per_token = torch.tensor([[0.5, 2.0], [1.0, 0.0], [3.0, 1.0]])
+    assert torch.equal(weighted_advantages(advantages, per_token), torch.tensor([[0.5, 2.0], [-0.5, -0.0], [0.0, 0.0]]))
+    assert torch.equal(weighted_advantages(weighted_advantages(advantages, per_token), weights),
+                       torch.tensor([[0.25, 1.0], [-0.0, -0.0], [0.0, 0.0]]))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"kl_placement": "reward", "kl_estimator": "k1"}, "kl_placement='reward' needs the trainer to sample"),
+    ({"vllm_importance_sampling_mode": "token_mask", "importance_sampling_level": "sequence"},
+     "needs importance_sampling_level='token'"),
+])
+def test_a_separate_sampler_refuses_what_it_cannot_do(changes, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(SMALL, sampler_precision="bfloat16", **changes)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -119,7 +119,7 @@ def test_a_resumed_stale_run_continues_the_uninterrupted_one(tmp_path):
     ({"sampler_precision": "fp8"}, "sampler_precision must be one of"),
     ({"sampler_staleness": -1}, "sampler_staleness must be an integer >= 0"),
     ({"vllm_importance_sampling_correction": 1}, "vllm_importance_sampling_correction must be True or False"),
-    ({"vllm_importance_sampling_mode": "token_truncate"}, "grpo_loss takes no per-token weight"),
+    ({"vllm_importance_sampling_mode": "token"}, "vllm_importance_sampling_mode must be one of"),
     ({"vllm_importance_sampling_clip_max": 0.0}, "vllm_importance_sampling_clip_max"),
     ({"vllm_importance_sampling_clip_min": -1.0}, "vllm_importance_sampling_clip_min"),
     ({"vllm_importance_sampling_clip_min": 4.0}, "vllm_importance_sampling_clip_min must be <="),

@@ -122,7 +122,7 @@ def _tensor(x, name):
 
 
 def _loss_batch(args):
-    """grpo_loss's tensors: logp, old_logp, mask (and ref_logp) shaped (B, T), advantages (B,), a 0/1
+    """grpo_loss's tensors: logp, old_logp, mask (and ref_logp) shaped (B, T), advantages (B,) or (B, T), a 0/1
     mask, ref_logp where beta > 0 and max_completion_length where the loss type divides by it."""
     logp = args["logp"]
     if logp.dim() != 2:
@@ -131,8 +131,12 @@ def _loss_batch(args):
     for name in ("old_logp", "mask") + (("ref_logp",) if args["ref_logp"] is not None else ()):
         if tuple(args[name].shape) != (B, T):
             raise ValueError(f"{name} must have the shape of logp {(B, T)}, got {tuple(args[name].shape)}")
-    if tuple(args["advantages"].shape) != (B,):
-        raise ValueError(f"advantages must be shaped (B,) = ({B},), got {tuple(args['advantages'].shape)}")
+    if tuple(args["advantages"].shape) not in ((B,), (B, T)):
+        raise ValueError(f"advantages must be shaped (B,) = ({B},) or (B, T) = {(B, T)}, "
+                         f"got {tuple(args['advantages'].shape)}")
+    if args["advantages"].dim() == 2 and args["importance_sampling_level"] != "token":
+        raise ValueError("advantages per token (B, T) need importance_sampling_level='token' (a sequence's "
+                         "ratio and its clip count are the sequence's)")
     if args["beta"] > 0 and args["ref_logp"] is None:
         raise ValueError("ref_logp must be given when beta > 0 (the KL is measured to the reference policy)")
     if not bool(((args["mask"] == 0) | (args["mask"] == 1)).all()):
@@ -163,7 +167,10 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
               use_bias_correction_kl: bool = False) -> tuple[torch.Tensor, dict]:
     """The GRPO loss to MINIMISE (the negated clipped objective), and its diagnostics (chapters 13-14).
 
-    Per token t of completion i, with rho = exp(logp - old_logp) and A_i broadcast over tokens:
+    Per token t of completion i, with rho = exp(logp - old_logp) and A_i broadcast over tokens (or A_it,
+    when ``advantages`` is (B, T): an advantage per token, at the token level; chapter 20's trainer passes
+    A_i w_it, TRL's per-token importance weight w_it >= 0 riding on the advantage, which equals TRL's
+    ``per_token_loss * importance_sampling_ratio`` because the clipped term is positively homogeneous):
 
         l_it = -min(rho_it A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) A_i) + beta w_it k_it,
         k3_it = exp(ref_it - logp_it) - (ref_it - logp_it) - 1      (the default k, when beta > 0),
@@ -193,7 +200,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     share; ``mean_kl`` (TRL's ``kl``): the masked mean of w k3 when ``ref_logp`` is given, else 0.0,
     whatever ``kl_estimator`` is; and ``mean_ratio``, the masked token mean of the ratio.
     """
-    a = advantages.to(logp.dtype).unsqueeze(1)                                      # (B, 1)
+    a = advantages.to(logp.dtype)
+    a = a.unsqueeze(1) if a.dim() == 1 else a                                       # (B, 1) or (B, T)
     m = mask.to(logp.dtype)                                                         # (B, T)
     # Mask BEFORE exp: a padded position may hold any log-prob, and exp of a large one is inf,
     # which the mask's 0 would turn into NaN (inf * 0), in the loss and in its gradient. With the

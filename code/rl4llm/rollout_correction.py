@@ -129,13 +129,17 @@ def off_policy_mask(advantages: torch.Tensor, logp: torch.Tensor, sampler_logp: 
     return ((advantages.reshape(-1, 1) >= 0) | (mean_kl <= threshold)).to(mask.dtype)
 
 
-def sequence_weighted_advantages(advantages: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """A_i w_i for a weight w_i >= 0 per sequence, shaped (B,) like ``advantages`` (chapter 20).
+def weighted_advantages(advantages: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """A w for weights w >= 0 (chapter 20): one per sequence, (B, 1), gives A_i w_i shaped (B,) like
+    ``advantages``; one per token, (B, T), gives A_i w_it shaped (B, T) (``advantages`` may already be).
 
     PPO's clipped term is positively homogeneous in the advantage: for w >= 0 with no gradient,
-    w min(rho A, clip(rho) A) = min(rho (w A), clip(rho) (w A)). So a per-sequence weight (a
-    ``sequence_*`` importance weight, the off-policy mask, or their product) can ride on the
-    advantage: :func:`rl4llm.grpo.grpo_loss` with ``advantages = A w`` is TRL's loss with
-    ``per_token_loss * w``, the KL term left unweighted as in TRL.
+    w min(rho A, clip(rho) A) = min(rho (w A), clip(rho) (w A)). So an importance weight (any of TRL's
+    four modes), the off-policy mask, or their product can ride on the advantage:
+    :func:`rl4llm.grpo.grpo_loss` with ``advantages = A w`` is TRL's loss with ``per_token_loss * w``,
+    the KL term left unweighted as in TRL.
     """
-    return advantages * weights.reshape(-1).to(advantages.dtype)
+    w = weights.to(advantages.dtype)
+    if advantages.dim() == 1 and w.shape[1] == 1:
+        return advantages * w.reshape(-1)                                           # (B,)
+    return (advantages.unsqueeze(1) if advantages.dim() == 1 else advantages) * w   # (B, T)

@@ -38,7 +38,7 @@ from .loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
 from .rollout_correction import (IMPORTANCE_SAMPLING_MODES, cap_range, importance_weights, off_policy_mask,
-                                 sampler_gap, sequence_weighted_advantages)
+                                 sampler_gap, weighted_advantages)
 from .rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
 
@@ -91,7 +91,7 @@ class GRPOConfig:
     off_policy_mask_threshold: float | None = None   # DeepSeek-V3.2's delta: drop A < 0 sequences this far off-policy
 
     def __post_init__(self):
-        check_fields(self, CONFIG_RULES, clip_range(), _kl_in_the_reward,
+        check_fields(self, CONFIG_RULES, clip_range(), _kl_in_the_reward, _with_a_separate_sampler,
                      cap_range(*(f"vllm_importance_sampling_{k}" for k in ("mode", "clip_max", "clip_min"))))
 
     @property
@@ -142,9 +142,7 @@ CONFIG_RULES = {
     "use_bias_correction_kl": flag,
     "sampler_precision": one_of(SAMPLER_PRECISIONS), "sampler_staleness": at_least(0),
     "vllm_importance_sampling_correction": flag,
-    "vllm_importance_sampling_mode": one_of(tuple(m for m in IMPORTANCE_SAMPLING_MODES if m.startswith("sequence")),
-                                            " (the trainer carries one weight per sequence on its advantage; "
-                                            "grpo_loss takes no per-token weight)"),
+    "vllm_importance_sampling_mode": one_of(IMPORTANCE_SAMPLING_MODES),
     "vllm_importance_sampling_clip_max": optional(positive_real),
     "vllm_importance_sampling_clip_min": optional(in_range(0.0, math.inf, high_open=True)),
     "off_policy_mask_threshold": optional(in_range(0.0, math.inf, high_open=True)),
@@ -157,6 +155,21 @@ def _kl_in_the_reward(fields):
         raise ValueError(f"kl_placement='reward' takes kl_estimator='k1' and use_bias_correction_kl=False (the "
                          f"shaped reward r - beta sum_t k1 is log pi / pi_ref per answer), got kl_estimator="
                          f"{fields['kl_estimator']!r}, use_bias_correction_kl={fields['use_bias_correction_kl']!r}")
+
+
+def _with_a_separate_sampler(fields):
+    """A rollout engine's log-probs are not the trainer's (chapter 20): the KL in the reward would measure
+    the engine's policy, so it is refused there; TRL's token modes weight tokens of a token-level ratio."""
+    if fields["sampler_precision"] == "float32" and fields["sampler_staleness"] == 0:
+        return
+    if fields["kl_placement"] == "reward":
+        raise ValueError("kl_placement='reward' needs the trainer to sample (sampler_precision='float32', "
+                         "sampler_staleness=0): with a rollout engine its log-probs are the engine's, not the policy's")
+    if (fields["vllm_importance_sampling_correction"] and fields["vllm_importance_sampling_mode"].startswith("token")
+            and fields["importance_sampling_level"] != "token"):
+        raise ValueError(f"vllm_importance_sampling_mode={fields['vllm_importance_sampling_mode']!r} weights each "
+                         f"token, which needs importance_sampling_level='token', got "
+                         f"{fields['importance_sampling_level']!r}")
 
 
 def chapter15_config() -> GRPOConfig:
@@ -444,14 +457,15 @@ class GRPOTrainer:
                 **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
 
     def _weighted_advantages(self, batch: Batch, logp: torch.Tensor) -> torch.Tensor:
-        """The advantages times TRL's per-sequence weights (chapter 20): the separate sampler's importance
-        weight and the off-policy sequence mask, each where configured (else the advantages as they are)."""
+        """The advantages times TRL's weights (chapter 20): the separate sampler's importance weight (per
+        sequence, or per token in the ``token_*`` modes) and the off-policy sequence mask, each where
+        configured (else the advantages as they are)."""
         advantages, threshold = batch.advantages, self.config.off_policy_mask_threshold
         if batch.importance_weights is not None:
-            advantages = sequence_weighted_advantages(advantages, batch.importance_weights)
+            advantages = weighted_advantages(advantages, batch.importance_weights)
         if threshold is not None:
             keep = off_policy_mask.unchecked(batch.advantages, logp, batch.sampler_logp, batch.mask, threshold)
-            advantages = sequence_weighted_advantages(advantages, keep)
+            advantages = weighted_advantages(advantages, keep)
         return advantages
 
     def step(self) -> dict:
