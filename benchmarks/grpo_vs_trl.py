@@ -502,7 +502,7 @@ def markdown(record) -> str:
                      f"{','.join(map(str, row['seeds']))} | {spread(row['seconds_to_target'])} | "
                      f"{spread(row['cpu_seconds_to_target'])} | {spread(row['tokens_to_target'], 0)} | "
                      f"{row['mean_load_before']:.1f} |")
-    for name, key in (("profile, rl4llm and TRL", "profile_ms_per_step"),
+    for name, key in (("rl4llm and TRL", "profile_ms_per_step"),
                       ("the trainer before and after this change", "trainer_profile_ms_per_step")):
         if key in summ:
             lines += ["", f"## Per-step profile, {name} (ms a step, median over the pairs; CPU, then wall)", "",
