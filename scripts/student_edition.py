@@ -30,7 +30,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from sync_repository_url import CELL_ID, install_cell
+from sync_repository_url import CELL_ID, IMPORTS_TRL, install_cell
 
 from rl4llm.coursework import exercises, student_notebook, write_notebook
 from rl4llm.exercises import FUNCTIONS, label_of
@@ -53,13 +53,15 @@ def _config(repository: str | None, branch: str) -> dict:
     return config
 
 
-def _colab_cell(nb: dict, name: str, repository: str | None, branch: str) -> dict:
+def _colab_cell(nb: dict, repository: str | None, branch: str) -> dict:
     """The chapter's Colab cell cloning ``repository`` (not the book's), or no Colab cell without one."""
     cells = [c for c in nb["cells"] if c.get("id") != CELL_ID]
     if repository:
         cells[0:0] = [{"cell_type": "code", "id": CELL_ID, "metadata": {"tags": ["remove-cell"]},
                        "execution_count": None, "outputs": [],
-                       "source": install_cell(repository, branch, name).splitlines(keepends=True)}]
+                       "source": install_cell(repository, branch, any(
+                           IMPORTS_TRL.search("".join(c["source"])) for c in cells if c["cell_type"] == "code")
+                       ).splitlines(keepends=True)}]
     return {**nb, "cells": cells}
 
 
@@ -75,7 +77,7 @@ def write_edition(out: Path, repository: str | None = None, branch: str = "main"
     for path in chapters:
         target = out / "book" / path.name
         nb = student_notebook(json.loads(path.read_text()), functions)
-        write_notebook(_colab_cell(nb, path.stem, repository, branch), target)
+        write_notebook(_colab_cell(nb, repository, branch), target)
         written.append(target)
     intro = (ROOT / "book" / "intro.md").read_text()          # the guide stays out: its links become text
     (out / "book" / "intro.md").write_text(re.sub(r"\[([^\]]+)\]\(instructor_guide\)", r"\1", intro))

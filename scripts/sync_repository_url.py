@@ -8,7 +8,7 @@ A fork changes those two lines of _config.yml and runs this script once. It rewr
 - in README.md, the lines between ``<!-- repository:begin -->`` and ``<!-- repository:end -->``
   (the Binder and Colab links);
 - in every chapter notebook, the first code cell: on Colab (and only there) it clones the repository
-  at the branch, installs the library (with TRL at the book's pins for chapter 16) and moves into
+  at the branch, installs the library (with TRL at the book's pins in a chapter that imports it) and moves into
   ``book/``, where the chapters expect to run; anywhere else it does nothing. The cell is tagged
   ``remove-cell``, so the static site does not show it.
 """
@@ -41,8 +41,12 @@ def pins(*names: str) -> list[str]:
     return [next(line.strip() for line in lines if line.startswith(f"{name}==")) for name in names]
 
 
-def install_cell(url: str, branch: str, chapter: str) -> str:
-    extra = ["trl", "transformers"] if chapter.startswith("15_") else []
+#: A code line that imports TRL: a chapter with one installs TRL and transformers at the book's pins.
+IMPORTS_TRL = re.compile(r"^\s*(from trl\b|import trl\b)", re.M)
+
+
+def install_cell(url: str, branch: str, uses_trl: bool) -> str:
+    extra = ["trl", "transformers"] if uses_trl else []
     packages = ", ".join(repr(p) for p in ["/content/book-repo/code"] + pins(*extra))
     return f'''# Colab only (anywhere else this cell does nothing): fetch the book's repository, install its
 # library, and run from book/ as the chapters expect. Written by scripts/sync_repository_url.py.
@@ -82,7 +86,8 @@ def synced(check: bool) -> list[str]:
             (ROOT / "README.md").write_text(new_readme)
     for path in sorted((ROOT / "book").glob("*.ipynb")):          # the chapters and the instructor guide
         notebook = nbformat.read(path, as_version=4)
-        source = install_cell(url, branch, path.stem)
+        uses_trl = any(IMPORTS_TRL.search(c.source) for c in notebook.cells if c.cell_type == "code")
+        source = install_cell(url, branch, uses_trl)
         first = notebook.cells[0] if notebook.cells else None
         if first is not None and first.get("id") == CELL_ID:
             if first.source == source and first.metadata.get("tags") == ["remove-cell"]:
