@@ -3,8 +3,8 @@
     python benchmarks/gpu_check.py
 
 Prints, on the first CUDA device: the chapter's 300-step GRPO run from the shipped warm start (its
-held-out accuracy and training seconds), then ``benchmarks/grpo_vs_trl.py --device cuda`` with two
-seeds and a 30 s budget for (d), whose last line is the benchmark's JSON. Refuses to run without
+held-out accuracy and training seconds), then ``benchmarks/grpo_vs_trl.py --device cuda --parts speed
+profile budget`` with two seeds and a 30 s budget, whose last line is the benchmark's JSON. Refuses to run without
 CUDA: CPU figures come from the benchmark itself. Not run yet: no GPU was lent to the sessions that
 wrote it.
 """
@@ -34,7 +34,8 @@ def main() -> None:
           f"wall {time.perf_counter() - start:.1f} s", flush=True)
     sys.path.insert(0, str(Path(__file__).parent))
     import grpo_vs_trl
-    sys.argv = ["grpo_vs_trl.py", "--device", "cuda", "--seeds", "0", "1", "--budget", "30"]
+    sys.argv = ["grpo_vs_trl.py", "--device", "cuda", "--parts", "speed", "profile", "budget", "--seeds", "0", "1",
+                "--budget", "30"]
     grpo_vs_trl.main()
 
 
