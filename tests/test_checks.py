@@ -3,7 +3,7 @@ refuses a bad value with a ValueError naming the parameter and its range."""
 import numpy as np
 import pytest
 
-from rl4llm._checks import (checked, generator, integer_in_range, logits_vector, one_reward_per_answer,
+from rl4llm._checks import (checked, flag, generator, integer_in_range, logits_vector, one_reward_per_answer,
                             reward_vector)
 
 
@@ -37,3 +37,10 @@ def test_a_generator_is_a_numpy_generator():
     assert generator(rng, "rng") is rng
     with pytest.raises(ValueError, match=r"rng must be a numpy.random.Generator"):
         generator(np.random.RandomState(0), "rng")
+
+
+def test_a_flag_is_true_or_false_and_nothing_truthy():
+    assert flag(True, "switch") is True and flag(False, "switch") is False
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(ValueError, match="switch must be True or False"):
+            flag(bad, "switch")

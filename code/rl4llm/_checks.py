@@ -108,6 +108,13 @@ def real_in_range(x, name: str, low: float, high: float, *, low_open: bool = Fal
     return value
 
 
+def flag(x, name: str) -> bool:
+    """Rule: True or False (a switch; 0, 1 and other truthy values are refused)."""
+    if not isinstance(x, bool):
+        raise ValueError(f"{name} must be True or False, got {x!r}")
+    return x
+
+
 def integer_at_least(x, name: str, minimum: int) -> int:
     """An integer (Python or numpy, not bool, not float) >= minimum."""
     if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):

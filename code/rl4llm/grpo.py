@@ -11,8 +11,8 @@ import math
 import numpy as np
 import torch
 
-from ._checks import (as_float_array, at_least, checked, clip_range, finite_real, in_range, one_of, optional,
-                      same_shapes, std_ddof)
+from ._checks import (as_float_array, at_least, checked, clip_range, finite_real, flag, in_range, one_of,
+                      optional, same_shapes, std_ddof)
 from .loss_types import LOSS_TYPES
 from .ppo_clip import clip_binds_mask
 
@@ -144,13 +144,6 @@ def _loss_batch(args):
     loss_type = args["loss_type"]
     if LOSS_TYPES[loss_type].needs_max_completion_length and args["max_completion_length"] is None:
         raise ValueError(f"max_completion_length must be given (an integer >= 1) when loss_type={loss_type!r}")
-
-
-def flag(x, name):
-    """Rule: True or False (a switch; 0, 1 and other truthy values are refused)."""
-    if not isinstance(x, bool):
-        raise ValueError(f"{name} must be True or False, got {x!r}")
-    return x
 
 
 @checked(clip_range("eps_low", "eps_high"), _loss_batch,

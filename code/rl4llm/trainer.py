@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ._checks import (at_least, check_fields, clip_range, eps_pair, in_range, integer_at_least, one_of,
+from ._checks import (at_least, check_fields, clip_range, eps_pair, flag, in_range, integer_at_least, one_of,
                       optional, positive_real)
-from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, flag, group_advantages, grpo_loss
+from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, group_advantages, grpo_loss
 from .loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
