@@ -165,7 +165,7 @@ def check_line_drawn(name: str, state: dict, how: str) -> None:
     _, sliders, _, library, *_ = LINE_CHARTS[name]
     values = check_sliders(chart_sliders(name), state, how)
     x, rows = library(**{s.name: values[s.name] for s in sliders})
-    decimals = 0.5e-4 if name.startswith("09") else 1e-6         # chapter 9's grid keeps 4 decimals
+    decimals = 0.5e-3 if name.startswith("09") else 1e-6         # chapter 9's grid keeps 3 decimals
     for i, row in enumerate(np.asarray(rows, dtype=float)[:len(state["keys"])]):      # the error bars after
         drawn = sorted({(px, v) for key, px, v in state["points"] if key == f"s{i}"})
         shown = np.isfinite(row)
