@@ -103,7 +103,7 @@ def visit(browser, site: str, built_book: Path, chapter: str, width: int) -> dic
         facts["figures"] = {"figure": page.evaluate(_SHOWN_JS, ".cell_output > img"),
                             "frame": page.evaluate(_SHOWN_JS, ".anim-frame img")}
     page.add_script_tag(path=str(AXE))
-    facts["axe"] = page.evaluate(_AXE_JS, [] if width == DESKTOP_WIDTH else COLOUR_RULES)
+    facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, COLOUR_RULES])
     facts.update(errors=errors, blocked=blocked, gzipped=_gzipped_weight(fetched, site, built_book))
     if chapter in SCREENSHOTS:
         shots = ROOT / "_build" / "screenshots"
@@ -176,17 +176,46 @@ _SHOWN_JS = """sel => Array.from(document.querySelectorAll(sel)).map(i => {
 
 #: axe's rules that judge colours alone, run at 1280 px only. The theme's width-dependent colours are
 #: the sidebars' off-canvas panels (outside the article axe checks) and margin-note toggles (the book
-#: has none), so the article's colours are the same at 390 px; colour contrast is about three quarters
-#: of axe's time on a long page (16k elements in chapter 13, a third of them MathJax's).
+#: has none), so the article's colours are the same at 390 px.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
-_AXE_JS = """async skip => {
+#: axe on the article: every rule but the colour rules on all of it; then, at 1280 px, the colour rules,
+#: with highlighted code judged by one visible token for each distinct pair of colours. A long page holds
+#: thousands of highlighter spans in a handful of colours on one background, and contrast is a function
+#: of the text's colour, size and weight, its opacity and the background behind it, so the spans that
+#: share all of these share their verdict; checking every span was about two thirds of axe's time.
+#: Returns the serious or critical violations, and the representative tokens axe gave no verdict on
+#: (none may be: a token skipped would be a colour pair unchecked).
+_AXE_JS = """async ([colours, rules]) => {
   const article = document.querySelector('main article') || document.querySelector('main');
-  // preload: false: axe's own fetch of @import-ed stylesheets resolves them against the page, not the sheet
-  const rules = Object.fromEntries(skip.map(id => [id, {enabled: false}]));
-  const result = await axe.run(article, {resultTypes: ['violations'], preload: false, rules});
-  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+  const serious = result => result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].html.slice(0, 100)}`);
+  // preload: false: axe's own fetch of @import-ed stylesheets resolves them against the page, not the sheet
+  const off = Object.fromEntries(rules.map(id => [id, {enabled: false}]));
+  const found = serious(await axe.run(article, {resultTypes: ['violations'], preload: false, rules: off}));
+  if (!colours) return {found, unjudged: []};
+  const backdrop = el => {
+    for (; el; el = el.parentElement) {
+      const colour = getComputedStyle(el).backgroundColor;
+      if (colour !== 'rgba(0, 0, 0, 0)' && colour !== 'transparent') return colour;
+    }
+    return 'none';
+  };
+  const tokens = new Map();
+  for (const el of article.querySelectorAll('div.highlight pre *')) {
+    // a leaf with a letter or digit (axe does not judge text of punctuation alone, here or in a full run)
+    if (el.children.length || !/[\\p{L}\\p{N}]/u.test(el.textContent)
+        || !el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    const s = getComputedStyle(el), key = [s.color, s.fontSize, s.fontWeight, s.opacity, backdrop(el)].join('|');
+    if (!tokens.has(key)) tokens.set(key, el);
+  }
+  const only = {type: 'rule', values: rules};
+  const result = await axe.run({include: [article, ...tokens.values()], exclude: ['div.highlight']},
+                               {runOnly: only, resultTypes: ['violations', 'passes', 'incomplete'], preload: false, elementRef: true});
+  const judged = new Set(['violations', 'passes', 'incomplete'].flatMap(kind => result[kind])
+    .filter(r => r.id === 'color-contrast').flatMap(r => r.nodes.map(n => n.element)));
+  return {found: found.concat(serious(result)),
+          unjudged: Array.from(tokens.values()).filter(el => !judged.has(el)).map(el => el.outerHTML.slice(0, 80))};
 }"""
 
 
@@ -303,7 +332,8 @@ def check_reads_well(facts: dict) -> None:
     assert not facts["broken_numbers"], f"numbers broken across lines in table cells: {facts['broken_numbers'][:10]}"
     assert not facts["wrapped_outputs"], f"printed outputs wrapped: {facts['wrapped_outputs'][:5]}"
     assert facts["math_tab_stops"] == 0, f"{facts['math_tab_stops']} formulas are tab stops"
-    assert not facts["axe"], "\n".join(facts["axe"])
+    assert not facts["axe"]["found"], "\n".join(facts["axe"]["found"])
+    assert not facts["axe"]["unjudged"], f"highlighted tokens axe did not judge: {facts['axe']['unjudged']}"
 
 
 def check_sidebars(facts: dict, expected: list[str]) -> None:
