@@ -11,7 +11,7 @@ every image has alt text; no control that does nothing (no saved ipywidgets); th
 point at the repository of ``_config.yml``; every answer box gives, without a kernel, the verdict
 ``rl4llm.exercises.check`` gives (right, each common mistake, another number, malformed text: a sample
 in the browser, every box's key under node); axe-core reports no serious or critical violation in
-the article, at both widths (the rules that judge colours alone at 1280 px); nothing widens the page on a phone; the page weighs under 1.5 MB
+the article at 1280 px, and in the rules the width can change at 390 px; nothing widens the page on a phone; the page weighs under 1.5 MB
 gzipped. On a phone and a desktop: every sidebar button a reader sees opens (or folds) its sidebar;
 no number in a table cell is broken across lines; printed output keeps its columns (it scrolls, it
 never wraps) while code never hides behind a scrollbar; no formula is a tab stop. Internal links and
@@ -103,7 +103,7 @@ def visit(browser, site: str, built_book: Path, chapter: str, width: int) -> dic
         facts["figures"] = {"figure": page.evaluate(_SHOWN_JS, ".cell_output > img"),
                             "frame": page.evaluate(_SHOWN_JS, ".anim-frame img")}
     page.add_script_tag(path=str(AXE))
-    facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, COLOUR_RULES])
+    facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, COLOUR_RULES, LAYOUT_RULES])
     facts.update(errors=errors, blocked=blocked, gzipped=_gzipped_weight(fetched, site, built_book))
     if chapter in SCREENSHOTS:
         shots = ROOT / "_build" / "screenshots"
@@ -178,22 +178,29 @@ _SHOWN_JS = """sel => Array.from(document.querySelectorAll(sel)).map(i => {
 #: the sidebars' off-canvas panels (outside the article axe checks) and margin-note toggles (the book
 #: has none), so the article's colours are the same at 390 px.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+#: The rules whose verdict the width can change, the only ones run again at 390 px: the size and spacing
+#: of what a finger taps, and boxes that scroll (a table or an output wider than a phone) and so must
+#: take the keyboard's focus. axe's other rules read names, roles and structure, which are the same
+#: document at both widths (the theme hides nothing inside the article on a phone).
+LAYOUT_RULES = ["target-size", "scrollable-region-focusable"]
 
-#: axe on the article: every rule but the colour rules on all of it; then, at 1280 px, the colour rules,
+#: axe on the article (at 390 px, only ``LAYOUT_RULES``): every rule but the colour rules on all of it;
+#: then, at 1280 px, the colour rules,
 #: with highlighted code judged by one visible token for each distinct pair of colours. A long page holds
 #: thousands of highlighter spans in a handful of colours on one background, and contrast is a function
 #: of the text's colour, size and weight, its opacity and the background behind it, so the spans that
 #: share all of these share their verdict; checking every span was about two thirds of axe's time.
 #: Returns the serious or critical violations, and the representative tokens axe gave no verdict on
 #: (none may be: a token skipped would be a colour pair unchecked).
-_AXE_JS = """async ([colours, rules]) => {
+_AXE_JS = """async ([desktop, rules, layout]) => {
   const article = document.querySelector('main article') || document.querySelector('main');
   const serious = result => result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].html.slice(0, 100)}`);
   // preload: false: axe's own fetch of @import-ed stylesheets resolves them against the page, not the sheet
   const off = Object.fromEntries(rules.map(id => [id, {enabled: false}]));
-  const found = serious(await axe.run(article, {resultTypes: ['violations'], preload: false, rules: off}));
-  if (!colours) return {found, unjudged: []};
+  const found = serious(await axe.run(article, desktop ? {resultTypes: ['violations'], preload: false, rules: off}
+    : {runOnly: {type: 'rule', values: layout}, resultTypes: ['violations'], preload: false}));
+  if (!desktop) return {found, unjudged: []};
   const backdrop = el => {
     for (; el; el = el.parentElement) {
       const colour = getComputedStyle(el).backgroundColor;

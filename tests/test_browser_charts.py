@@ -60,9 +60,12 @@ DRAWN_JS = """(i) => {
 
 
 def open_chapter(browser, site, chapter: str, width: int):  # noqa: F811
-    """The chapter's page, offline, once its charts are drawn; the page and any JavaScript errors."""
+    """The chapter's page, offline, once its charts are drawn; the page and any JavaScript errors.
+
+    MathJax is not loaded (``test_browser`` checks the formulas): typesetting a long page costs more
+    than its charts' checks, and it would go on typesetting while the sliders move."""
     context = browser.new_context(viewport={"width": width, "height": 900})
-    context.route(lambda url: not url.startswith(site), lambda route: route.abort())
+    context.route(lambda url: not url.startswith(site) or "/_mathjax/" in url, lambda route: route.abort())
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda err: errors.append(str(err)))
