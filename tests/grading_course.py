@@ -3,8 +3,9 @@
 ``generated_course`` runs ``nbgrader generate_assignment`` on every part once for all test files and
 workers (under a file lock, in the folder pytest-xdist's workers share, as ``built_book`` does), and
 hands each caller a copy of its own. ``graded`` autogrades one part (the ``PART`` of the test file
-that asks, one part a file, so that pytest-xdist grades the parts side by side): three submissions
-(right, one coding and one by-hand exercise wrong, untouched), plus Part I's adversarial one, through
+that asks, one part a file, so that pytest-xdist grades the parts side by side): two submissions (all
+right; the first coding and by-hand exercises wrong and the last ones left as released, the rest
+right), plus Part I's adversarial one, through
 ``nbgrader autograde`` and then the out-of-process re-grade (``python -m rl4llm.grading autograde``).
 """
 from __future__ import annotations
@@ -68,13 +69,18 @@ def answers(course: Path, part: str) -> tuple[dict, dict, dict]:
 def submission(course: Path, part: str, wrong: bool = False, blank: bool = False) -> dict:
     """The release with its solution cells filled from the source (markers removed); when ``wrong``,
     the first coding exercise's function returns its negative and the first by-hand answer is its
-    exercise's first common wrong number; nothing filled when ``blank``."""
+    exercise's first common wrong number; when ``blank``, the last coding and the last by-hand exercise
+    keep the release's stub (every part has at least two of each)."""
     release, source, exercises = answers(course, part)
     nb = json.loads(json.dumps(release))
+    graded_ids = [c["metadata"]["nbgrader"]["grade_id"] for c in solution_cells(nb)
+                  if c["metadata"]["nbgrader"]["grade_id"] in exercises]
+    stubs = {[g for g in graded_ids if exercises[g].by_hand is by_hand][-1] for by_hand in (False, True)} if blank else set()
     spoiled = set()
     for cell, answer in zip(solution_cells(nb), solution_cells(source)):
-        exercise = exercises.get(cell["metadata"]["nbgrader"]["grade_id"])
-        if blank:
+        grade_id = cell["metadata"]["nbgrader"]["grade_id"]
+        exercise = exercises.get(grade_id)
+        if grade_id in stubs:
             continue
         if exercise is None:                  # a written exercise or an experiment, graded by hand
             cell["source"] = "My prediction, my runs and what I make of them."
@@ -147,7 +153,7 @@ def graded(request, generated_course) -> tuple[dict, Path]:
     from nbgrader.api import Gradebook
 
     part, course = request.module.PART, generated_course
-    students = {"alice": {}, "bob": {"wrong": True}, "carol": {"blank": True}}
+    students = {"alice": {}, "bob": {"wrong": True, "blank": True}}
     for student, how in students.items():
         write(course, student, part, submission(course, part, **how))
     if part == "part1":
@@ -176,28 +182,29 @@ def feedback(course: Path, student: str, part: str) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- the tests each part's file runs
-def test_nbgrader_scores_a_right_a_wrong_and_a_blank_submission(graded, request):
+def test_nbgrader_scores_right_wrong_and_blank_answers(graded, request):
     """alice gets every point graded automatically (the written work and experiments wait for the
-    instructor's grading, and count in the maximum); bob loses one coding exercise's points and one
-    by-hand exercise's, each with its diagnosis in the feedback (the by-hand one names his common wrong
-    number's slip); carol, who handed in the stubs, gets 0, each by-hand exercise told that it has no
-    answer yet."""
+    instructor's grading, and count in the maximum); bob, whose first coding and by-hand exercises are
+    wrong and whose last ones are the release's stubs, loses those four exercises' points and no other,
+    each with its diagnosis in the feedback: the wrong by-hand number is named as its common slip, the
+    stubbed by-hand exercise is told it has no answer yet, the stubbed function that it raised
+    NotImplementedError."""
     scores, course = graded
     part = request.module.PART
     _, source, exercises = answers(course, part)
-    exercises = exercises.values()
-    full = sum(e.points for e in exercises)
+    full = sum(e.points for e in exercises.values())
     assert scores["alice"] == (full, sum(c["metadata"]["nbgrader"]["points"] for c in graded_cells(source))), scores
-    first = {by_hand: next(e for e in exercises if e.by_hand is by_hand) for by_hand in (False, True)}
-    assert scores["bob"][0] == full - first[False].points - first[True].points, scores
-    assert scores["carol"][0] == 0, scores
+    of_kind = {by_hand: [e for e in exercises.values() if e.by_hand is by_hand] for by_hand in (False, True)}
+    first, last = {k: v[0] for k, v in of_kind.items()}, {k: v[-1] for k, v in of_kind.items()}
+    lost = [*first.values(), *last.values()]
+    assert scores["bob"][0] == full - sum(e.points for e in lost), scores
     said = feedback(course, "bob", part)
-    assert sorted(k for k, text in said.items() if "Not yet:" in text) == sorted(e.grade_id for e in first.values())
+    assert sorted(k for k, text in said.items() if "Not yet:" in text) == sorted(e.grade_id for e in lost), said
     assert all(text.startswith("Graded out of process:") for text in said.values()), said
     slip = SPECS[first[True].check_id].mistakes[0][1]
     assert said[first[True].grade_id] == f"Graded out of process: Not yet: {slip}.\n"
-    blank = feedback(course, "carol", part)
-    assert all("no answer yet" in blank[e.grade_id] for e in exercises if e.by_hand), blank
+    assert "no answer yet" in said[last[True].grade_id], said[last[True].grade_id]
+    assert "NotImplementedError" in said[last[False].grade_id], said[last[False].grade_id]
 
 
 def test_an_adversarial_submission_scores_only_what_it_earned(graded):

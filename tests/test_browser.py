@@ -1,21 +1,27 @@
-"""The built book as readers meet it on a desktop, in a real browser: Debian's chromium driven by Playwright.
-
-This file opens every page at 1280 px; ``test_browser_phone.py`` opens each at 390 px with the same
-``visit`` (one visit a page and width, each file on its own test worker), and checks the phone's items.
+"""The built book as readers meet it on a desktop and on a phone, in a real browser: Debian's chromium
+driven by Playwright.
 
 The site (built once per session by ``built_book``) is served on 127.0.0.1 and every page is opened
-with the network blocked except for that server, as a reader offline would see it, on a desktop
-(1280 px) and a phone (390 px). For every page: no JavaScript error; math typeset (MathJax comes
-from npm, not a CDN); a plain-text title; every scrubber moves its frame (by mouse and keyboard);
-every image has alt text; no control that does nothing (no saved ipywidgets); the launch buttons
-point at the repository of ``_config.yml``; every answer box gives, without a kernel, the verdict
-``rl4llm.exercises.check`` gives (right, each common mistake, another number, malformed text: a sample
-in the browser, every box's key under node); axe-core reports no serious or critical violation in
-the article at 1280 px, and in the rules the width can change at 390 px; nothing widens the page on a phone; the page weighs under 1.5 MB
-gzipped. On a phone and a desktop: every sidebar button a reader sees opens (or folds) its sidebar;
-no number in a table cell is broken across lines; printed output keeps its columns (it scrolls, it
-never wraps) while code never hides behind a scrollbar; no formula is a tab stop. Internal links and
-anchors resolve. Screenshots of three chapters at both widths land in ``_build/screenshots``.
+with the network blocked except for that server, as a reader offline would see it: once, at 1280 px (a
+desktop), then narrowed to 390 px (a phone), with every fact the tests check collected at each width
+(``visit``; ``benchmarks/browser_visits.py --compare`` shows a page loaded afresh at 390 px gives the same
+facts). For every page: no JavaScript error; math typeset (MathJax comes from npm, not a CDN); a
+plain-text title; every scrubber moves its frame (by mouse and keyboard); every image has alt text; no
+control that does nothing (no saved ipywidgets); the launch buttons point at the repository of
+``_config.yml``; every answer box gives, without a kernel, the verdict ``rl4llm.exercises.check`` gives
+(right, each common mistake, another number, malformed text: a sample in the browser, every box's key
+under node); axe-core reports no serious or critical violation in the article at 1280 px, and in the
+rules the width can change at 390 px; the page weighs under 1.5 MB gzipped. At both widths: every
+sidebar button a reader sees opens (or folds) its sidebar; no number in a table cell is broken across
+lines; printed output keeps its columns (it scrolls, it never wraps) while code never hides behind a
+scrollbar; no formula is a tab stop. On the phone: nothing widens the page, and figure labels stay
+readable: a figure shown narrower than its PNG shrinks its labels with it, so for every figure (a
+cell's static image) and every scrubber's frame (matplotlib's ``to_jshtml``) the effective font scale
+is its displayed width over its natural width; matplotlib's smallest label (tick and axis labels, the
+book's style in ``rl4llm.viz.style``) of S pt, S * dpi / 72 px in the PNG, must stay at 9 CSS px or
+more, and a figure wider than that scrolls sideways in its own box, which the keyboard can focus.
+Internal links and anchors resolve. Screenshots of three chapters at both widths land in
+``_build/screenshots``.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import functools
 import gzip
 import html
 import http.server
+import io
 import json
 import re
 import shutil
@@ -31,8 +38,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
+import matplotlib
 import pytest
 from answer_boxes_js import NODE, node_verdicts
+from matplotlib.font_manager import FontProperties
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -44,7 +54,11 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 CHAPTERS = ["intro"] + sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb")) + ["instructor_guide"]
 SCREENSHOTS = ["01_distribution", "06_monte_carlo", "15_tiny_transformer"]
 MAX_GZIPPED_BYTES = 1.5e6
+MIN_LABEL_CSS_PX = 9.0
 DESKTOP_WIDTH, PHONE_WIDTH = 1280, 390
+#: After the page is narrowed: the theme's resize handler (tab stops on code and tables) and the book's
+#: (tab stops on wide figures and formulas, _ext/clean_scripts.py) run 300 ms after the last resize.
+RESIZE_SETTLES_MS = 400
 
 
 def repository() -> str:
@@ -78,39 +92,73 @@ def browser():
         browser.close()
 
 
-def visit(browser, site: str, built_book: Path, chapter: str, width: int) -> dict:
-    """Open one page offline at ``width`` px and collect every fact the tests check."""
+def visit(browser, site: str, built_book: Path, chapter: str) -> dict[int, dict]:
+    """Open one page offline at 1280 px, collect every fact the tests check, then narrow the same page to
+    390 px and collect them again: ``{1280: facts, 390: facts}``.
+
+    One load serves both widths: the page's layout follows the width through its CSS (media queries)
+    alone, and typesetting and drawing it again (two thirds of a visit) would check nothing new.
+    ``benchmarks/browser_visits.py --compare`` loads every page afresh at 390 px as well and prints any
+    fact that differs from the narrowed page's (none does)."""
+    context, page, log = _load(browser, site, chapter, DESKTOP_WIDTH)
+    facts = {DESKTOP_WIDTH: _collect(page, log, site, built_book, chapter, DESKTOP_WIDTH)}
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 900})
+    page.wait_for_timeout(RESIZE_SETTLES_MS)
+    facts[PHONE_WIDTH] = _collect(page, log, site, built_book, chapter, PHONE_WIDTH)
+    context.close()
+    return facts
+
+
+def visit_fresh(browser, site: str, built_book: Path, chapter: str, width: int) -> dict:
+    """One page loaded offline at ``width`` px and its facts (what :func:`visit` narrows to, loaded anew)."""
+    context, page, log = _load(browser, site, chapter, width)
+    facts = _collect(page, log, site, built_book, chapter, width)
+    context.close()
+    return facts
+
+
+def _load(browser, site: str, chapter: str, width: int):
+    """The page, opened offline at ``width`` px once its formulas are typeset; its context, and the log
+    of its errors, blocked requests and fetched URLs (kept as the page goes on)."""
     context = browser.new_context(viewport={"width": width, "height": 900})
-    blocked, errors, fetched = [], [], []
+    log = {"errors": [], "blocked": [], "fetched": []}
     # the network is blocked: every request that does not go to the local server fails (only those
     # are intercepted; intercepting local ones too would change how Chromium resolves CSS @import)
     context.route(lambda url: not url.startswith(site),
-                  lambda route: (blocked.append(route.request.url), route.abort()))
+                  lambda route: (log["blocked"].append(route.request.url), route.abort()))
     page = context.new_page()
+    errors = log["errors"]
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error"
             and "net::ERR_FAILED" not in msg.text and "Failed to load resource" not in msg.text else None)
-    page.on("response", lambda r: fetched.append(r.url))
+    page.on("response", lambda r: log["fetched"].append(r.url))
     page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url} (from {r.request.headers.get('referer')})")
             if r.status >= 400 else None)
     page.goto(f"{site}book/{chapter}.html", wait_until="load")
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise"
                            " .then(() => true)", timeout=30_000)
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    page.add_script_tag(path=str(AXE))
+    return context, page, log
+
+
+def _collect(page, log: dict, site: str, built_book: Path, chapter: str, width: int) -> dict:
+    """Every fact the tests check of the open page at its present ``width``."""
+    page.evaluate("() => window.scrollTo(0, 0)")
     facts = page.evaluate(_FACTS_JS)
-    facts["scrubbers_move"] = _scrub(page) if width == 1280 else []
+    facts["scrubbers_move"] = _scrub(page) if width == DESKTOP_WIDTH else []
     if width == PHONE_WIDTH:
         facts["figures"] = {"figure": page.evaluate(_SHOWN_JS, ".cell_output > img"),
                             "frame": page.evaluate(_SHOWN_JS, ".anim-frame img")}
-    page.add_script_tag(path=str(AXE))
     facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, COLOUR_RULES, LAYOUT_RULES])
-    facts.update(errors=errors, blocked=blocked, gzipped=_gzipped_weight(fetched, site, built_book))
+    facts.update(errors=list(log["errors"]), blocked=list(log["blocked"]),
+                 gzipped=_gzipped_weight(log["fetched"], site, built_book))
     if chapter in SCREENSHOTS:
         shots = ROOT / "_build" / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
+        page.evaluate("() => window.scrollTo(0, 0)")
         page.screenshot(path=str(shots / f"{chapter}-{width}.png"), full_page=False)
-    facts["sidebars"] = _open_sidebars(page)         # last: it changes the layout
-    context.close()
+    facts["sidebars"] = _open_sidebars(page)         # last: it changes the layout (and puts it back)
     return facts
 
 
@@ -302,11 +350,19 @@ def _gzipped_weight(urls: list[str], site: str, built_book: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def desktop(browser, site, built_book) -> dict:
-    """Every page's facts at 1280 px (the phone's are in test_browser_phone.py: a file a worker each)."""
-    return {c: visit(browser, site, built_book, c, DESKTOP_WIDTH) for c in CHAPTERS}
+def visits(browser, site, built_book) -> dict:
+    """Every page's facts at both widths: ``{chapter: {1280: facts, 390: facts}}``."""
+    return {c: visit(browser, site, built_book, c) for c in CHAPTERS}
 
 
+@pytest.fixture(scope="module")
+def desktop(visits) -> dict:
+    return {c: v[DESKTOP_WIDTH] for c, v in visits.items()}
+
+
+@pytest.fixture(scope="module")
+def phone(visits) -> dict:
+    return {c: v[PHONE_WIDTH] for c, v in visits.items()}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -333,9 +389,19 @@ def test_accessible_images_and_article(desktop, chapter):
     assert not facts["images_without_alt"], facts["images_without_alt"]
 
 
-def check_reads_well(facts: dict) -> None:
+WIDTHS = [DESKTOP_WIDTH, PHONE_WIDTH]
+#: What each sidebar button a reader sees does at each width. The theme binds only the first button of
+#: each kind (a hidden one), so every visible button must work: on a phone it opens its sidebar as a
+#: dialog with the links; on a desktop the primary one folds the sidebar away (and back).
+SIDEBARS = {DESKTOP_WIDTH: ["primary: folded and back"], PHONE_WIDTH: ["primary: dialog", "secondary: dialog"]}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_tables_outputs_and_formulas_read_well(visits, chapter, width):
     """No number broken inside a table cell, no printed output wrapped (it scrolls), no formula in the
-    tab order, and axe finds nothing serious (at either width)."""
+    tab order, and axe finds nothing serious."""
+    facts = visits[chapter][width]
     assert not facts["broken_numbers"], f"numbers broken across lines in table cells: {facts['broken_numbers'][:10]}"
     assert not facts["wrapped_outputs"], f"printed outputs wrapped: {facts['wrapped_outputs'][:5]}"
     assert facts["math_tab_stops"] == 0, f"{facts['math_tab_stops']} formulas are tab stops"
@@ -343,25 +409,16 @@ def check_reads_well(facts: dict) -> None:
     assert not facts["axe"]["unjudged"], f"highlighted tokens axe did not judge: {facts['axe']['unjudged']}"
 
 
-def check_sidebars(facts: dict, expected: list[str]) -> None:
-    """The theme binds only the first sidebar button of each kind (a hidden one): every button a reader
-    sees must open its sidebar on a phone (a dialog with the links) or fold it on a desktop."""
-    assert facts["sidebars"] == expected, facts["sidebars"]
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_sidebar_button_works(visits, chapter, width):
+    assert visits[chapter][width]["sidebars"] == SIDEBARS[width]
 
 
-def check_screenshots(width: int) -> None:
+@pytest.mark.parametrize("width", WIDTHS)
+def test_screenshots_were_saved(visits, width):
     for chapter in SCREENSHOTS:
         assert (ROOT / "_build" / "screenshots" / f"{chapter}-{width}.png").stat().st_size > 10_000
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_tables_outputs_and_formulas_read_well(desktop, chapter):
-    check_reads_well(desktop[chapter])
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_sidebar_button_works(desktop, chapter):
-    check_sidebars(desktop[chapter], ["primary: folded and back"])
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -373,8 +430,54 @@ def test_launch_buttons_point_at_the_configured_repository(desktop, chapter):
     assert all(repository() in link for link in links), links
 
 
-def test_screenshots_were_saved(desktop):
-    check_screenshots(DESKTOP_WIDTH)
+# ----------------------------------------------------------------------------- on a phone
+def style_points_and_dpi() -> tuple[float, float]:
+    """The smallest size of a tick or axis label in the book's matplotlib style (points), and the dpi it
+    saves figures (and so a scrubber's frames) at."""
+    from rl4llm.viz import apply_style
+
+    with matplotlib.rc_context():
+        apply_style()
+        points = min(FontProperties(size=matplotlib.rcParams[key]).get_size_in_points()
+                     for key in ("axes.labelsize", "xtick.labelsize", "ytick.labelsize"))
+        return points, float(matplotlib.rcParams["savefig.dpi"])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_nothing_widens_the_page(phone, chapter):
+    facts = phone[chapter]
+    assert facts["page_overflow"] <= 1, f"the page scrolls sideways by {facts['page_overflow']} px"
+    assert facts["scrubbers_too_wide"] == 0
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_scrubber_frames_are_legible(phone, chapter):
+    """A scrubber's frame is shown at a scale where its smallest label is 9 CSS px or more."""
+    points, dpi = style_points_and_dpi()
+    label_natural_px = points * dpi / 72
+    frames = phone[chapter]["figures"]["frame"]
+    too_small = [f"frame {f['natural']} px shown at {f['shown']:.0f} px: labels {label_natural_px * f['shown'] / f['natural']:.1f} CSS px"
+                 for f in frames if label_natural_px * f["shown"] / f["natural"] < MIN_LABEL_CSS_PX]
+    assert not too_small, too_small
+    assert not [f for f in frames if f["scrolls_unfocusable"]], "a frame scrolls in a box the keyboard cannot focus"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_figure_labels_are_at_least_9_css_px(phone, built_book: Path, chapter):
+    """Every static figure's smallest label is 9 CSS px or more as shown (its PNG's own dpi)."""
+    points, _ = style_points_and_dpi()
+    figures = phone[chapter]["figures"]["figure"]
+    assert not [f for f in figures if f["scrolls_unfocusable"]], "a figure scrolls in a box the keyboard cannot focus"
+    too_small = []
+    for figure in figures:
+        png = Image.open(io.BytesIO((built_book / unquote(urlparse(figure["src"]).path.lstrip("/"))).read_bytes()))
+        dpi = png.info["dpi"][0]                     # matplotlib writes the figure's dpi into the PNG
+        assert figure["natural"] == png.width
+        label_px = points * dpi / 72 * figure["shown"] / figure["natural"]
+        if label_px < MIN_LABEL_CSS_PX:
+            too_small.append(f"{Path(figure['src']).name}: {png.width} px shown at {figure['shown']:.0f} px, "
+                             f"labels {label_px:.1f} CSS px")
+    assert not too_small, too_small
 
 
 class _Links(HTMLParser):

@@ -2,6 +2,6 @@
 so that pytest-xdist grades the parts side by side)."""
 from grading_course import generated_course, graded  # noqa: F401 (fixtures)
 from grading_course import (test_an_adversarial_submission_scores_only_what_it_earned,  # noqa: F401
-                            test_nbgrader_scores_a_right_a_wrong_and_a_blank_submission)
+                            test_nbgrader_scores_right_wrong_and_blank_answers)
 
 PART = "part1"
