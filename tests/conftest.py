@@ -1,4 +1,4 @@
-"""Shared test settings and the built book.
+"""Shared test settings and the built book (the chapters' kernels: the repository's conftest.py).
 
 Hypothesis runs without deadlines (CI machines are slow and shared). ``built_book`` builds the book
 once per test session from the stored notebook outputs, with warnings as errors, and hands the HTML

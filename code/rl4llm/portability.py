@@ -7,10 +7,12 @@ instruction set does not make two CPUs agree: two machines with the same AVX-512
 not compare that cell) and, in the next cell, statements about them that hold on every machine,
 which nbval checks strictly: a line ``claim: True`` that prints ``False`` elsewhere fails the test.
 Torch's ``ATEN_CPU_CAPABILITY`` variable forces the kernels of a lesser instruction set, which is
-how the tests and ``benchmarks/ch15_machine_spread.py`` emulate other CPUs on one machine.
+how the tests and ``benchmarks/ch15_machine_spread.py`` emulate other CPUs on one machine: a test
+run that sets no capability starts every chapter's kernel under :func:`other_capability`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -24,12 +26,29 @@ def print_claims(claims: dict[str, bool]) -> None:
         print(f"{claim}: {bool(holds)}")
 
 
+@functools.cache
 def capability_under(aten_cpu_capability: str | None) -> str:
     """The CPU capability torch dispatches to in a fresh process with ``ATEN_CPU_CAPABILITY`` set to
     the given value (``None``: unset, the CPU's native one), e.g. ``"AVX2"``; torch falls back to a
-    lesser one when the CPU lacks the instructions asked for."""
+    lesser one when the CPU lacks the instructions asked for. Asked once a value per process (each
+    answer is a child process importing torch, seconds)."""
     env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
     if aten_cpu_capability is not None:
         env["ATEN_CPU_CAPABILITY"] = aten_cpu_capability
     return subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def other_capability() -> str:
+    """A value of ``ATEN_CPU_CAPABILITY`` whose kernels differ from the ones torch picks on this CPU:
+    ``"avx2"`` on an AVX-512 machine, ``"default"`` (no vector instructions) on an AVX2 one."""
+    if "ATEN_CPU_CAPABILITY" in os.environ:
+        native = capability_under(None)
+    else:                                     # this process runs the native kernels: ask it
+        import torch
+
+        native = torch.backends.cpu.get_cpu_capability()
+    for candidate in ("avx2", "default"):
+        if capability_under(candidate) != native:
+            return candidate
+    raise RuntimeError(f"torch dispatches to {native} under every ATEN_CPU_CAPABILITY: no other kernels to try")

@@ -1,0 +1,69 @@
+"""The chapters' kernels, for every test run (strict nbval collects book/, the tests tests/).
+
+Every chapter's kernel (strict nbval) starts as on another CPU, with an empty warm-start cache: in a
+run that sets no ``ATEN_CPU_CAPABILITY``, torch in the kernel is forced onto the kernels of another
+instruction set (``rl4llm.portability.other_capability``: AVX2 on an AVX-512 machine, none on an AVX2
+one), while the library's own tests use this CPU's. So every run checks the stored outputs, written on
+one machine, on a CPU that did not write them, and a change that makes an output depend on the CPU
+fails on the contributor's machine. A run that sets the capability itself (README: the whole suite as
+another CPU would run it) keeps it everywhere. After a chapter, its cache must still be empty: no
+chapter may rest on a warm start it trained and cached.
+"""
+import functools
+import os
+import pathlib
+import shutil
+import tempfile
+
+import pytest
+
+
+@functools.cache
+def chapter_capability() -> str | None:
+    """The ``ATEN_CPU_CAPABILITY`` the chapters' kernels start with: None where the run sets one."""
+    from rl4llm.portability import other_capability
+
+    return None if "ATEN_CPU_CAPABILITY" in os.environ else other_capability()
+
+
+@functools.cache
+def chapter_cache(notebook: pathlib.Path) -> pathlib.Path:
+    """The warm-start cache a chapter's kernel gets: a folder of its own, empty at the start."""
+    return pathlib.Path(tempfile.mkdtemp(prefix=f"rl4llm-cache-{notebook.stem}-"))
+
+
+def _is_chapter(item) -> bool:
+    return item.path.suffix == ".ipynb"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A chapter's kernel starts (at its first cell's setup) with the capability and the cache of the
+    module docstring; the test process's own environment is put back at once."""
+    if not _is_chapter(item):
+        return (yield)
+    saved = {name: os.environ.get(name) for name in ("ATEN_CPU_CAPABILITY", "RL4LLM_CACHE")}
+    if chapter_capability():
+        os.environ["ATEN_CPU_CAPABILITY"] = chapter_capability()
+    item.user_properties.append(("ATEN_CPU_CAPABILITY", os.environ.get("ATEN_CPU_CAPABILITY", "native")))
+    os.environ["RL4LLM_CACHE"] = str(chapter_cache(item.path))
+    try:
+        return (yield)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a chapter's last cell: its warm-start cache is still empty."""
+    result = yield
+    if _is_chapter(item) and (nextitem is None or nextitem.path != item.path):
+        cache = chapter_cache(item.path)
+        left = sorted(p.name for p in cache.iterdir())
+        shutil.rmtree(cache, ignore_errors=True)
+        assert not left, f"{item.path.name} trained and cached a warm start ({left}): ship it or do not cache it"
+    return result
