@@ -302,8 +302,8 @@ GRID_CLAIMS = ("at lr 1e-3, G=8 ends above G=2 by more than the floor: True",
 
 def test_ch15_break_solution_states_the_grid_claims():
     """The solution's statements are the grid's printed claims, each weighed against the floor for two
-    single runs (one seed per cell; nbval re-checks them on every run, in a kernel on another CPU
-    under another CPU capability); the flat-pair bound holds for all p."""
+    single runs (one seed per cell; nbval re-checks them on every run, in a kernel on another CPU's
+    kernels); the flat-pair bound holds for all p."""
     printed = _stored_output(CH15, "print_claims(grid_claims(")      # the claims live in rl4llm.grid_study
     assert all(claim in printed for claim in GRID_CLAIMS), printed
     solution = _solution(CH15, "ex-ch15-break")
