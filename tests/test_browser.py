@@ -145,7 +145,7 @@ def _collect(page, log: dict, site: str, built_book: Path, chapter: str, width: 
     if width == PHONE_WIDTH:
         facts["figures"] = {"figure": page.evaluate(_SHOWN_JS, ".cell_output > img"),
                             "frame": page.evaluate(_SHOWN_JS, ".anim-frame img")}
-    facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, COLOUR_RULES, LAYOUT_RULES])
+    facts["axe"] = page.evaluate(_AXE_JS, [width == DESKTOP_WIDTH, LAYOUT_RULES])
     facts.update(errors=list(log["errors"]), blocked=list(log["blocked"]),
                  gzipped=_gzipped_weight(log["fetched"], site, built_book))
     if chapter in SCREENSHOTS:
@@ -202,7 +202,11 @@ _FACTS_JS = """() => {
     }),
     // formulas are not tab stops (MathJax's menu puts each in the tab order unless told not to)
     math_tab_stops: inArticle('mjx-container').filter(m => m.tabIndex >= 0).length,
-    scrubbers_too_wide: Array.from(document.querySelectorAll('.animation')).filter(a => {
+    // a listing holds the highlighter's spans and nothing else (axe judges them by representatives)
+    code_markup: inArticle('div.highlight pre *')
+      .filter(e => e.tagName !== 'SPAN' || e.getAttributeNames().some(a => a !== 'class')).map(e => e.outerHTML.slice(0, 80)),
+    // scrubbers and live charts fit their column
+    too_wide: Array.from(document.querySelectorAll('.animation, .vega-chart')).filter(a => {
       const column = a.closest('.cell_output') || article;
       return a.getBoundingClientRect().right > column.getBoundingClientRect().right + 1;
     }).length,
@@ -217,33 +221,33 @@ _SHOWN_JS = """sel => Array.from(document.querySelectorAll(sel)).map(i => {
           scrolls_unfocusable: box.scrollWidth > box.clientWidth + 1 && box.tabIndex < 0};
 })"""
 
-#: axe's rules that judge colours alone, run at 1280 px only. The theme's width-dependent colours are
-#: the sidebars' off-canvas panels (outside the article axe checks) and margin-note toggles (the book
-#: has none), so the article's colours are the same at 390 px.
-COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 #: The rules whose verdict the width can change, the only ones run again at 390 px: the size and spacing
 #: of what a finger taps, and boxes that scroll (a table or an output wider than a phone) and so must
-#: take the keyboard's focus. axe's other rules read names, roles and structure, which are the same
-#: document at both widths (the theme hides nothing inside the article on a phone).
+#: take the keyboard's focus. axe's other rules read names, roles, structure and colours, which are the
+#: same at both widths: the theme hides nothing inside the article on a phone, and its width-dependent
+#: colours are the sidebars' off-canvas panels (outside the article axe checks) and margin-note toggles
+#: (the book has none).
 LAYOUT_RULES = ["target-size", "scrollable-region-focusable"]
 
-#: axe on the article (at 390 px, only ``LAYOUT_RULES``): every rule but the colour rules on all of it;
-#: then, at 1280 px, the colour rules,
-#: with highlighted code judged by one visible token for each distinct pair of colours. A long page holds
-#: thousands of highlighter spans in a handful of colours on one background, and contrast is a function
-#: of the text's colour, size and weight, its opacity and the background behind it, so the spans that
-#: share all of these share their verdict; checking every span was about two thirds of axe's time.
+#: axe on the article, in one run (at 390 px, only ``LAYOUT_RULES``): at 1280 px every rule, with the
+#: inside of highlighted code (``div.highlight pre``) judged by one visible token for each distinct pair
+#: of colours. A long page holds thousands of highlighter spans in a handful of colours on one
+#: background, and contrast is a function of the text's colour, size and weight, its opacity and the
+#: background behind it, so the spans that share all of these share their verdict; checking every span
+#: was about two thirds of axe's time. The spans carry nothing else a rule reads (``code_markup``: no
+#: element in a listing but a span with a class). One run, not one for the colours and one for the
+#: rest: each run with a rule that measures the page (contrast, target size) lays out a grid of every
+#: element first, over a second a page.
 #: Returns the serious or critical violations, and the representative tokens axe gave no verdict on
 #: (none may be: a token skipped would be a colour pair unchecked).
-_AXE_JS = """async ([desktop, rules, layout]) => {
+_AXE_JS = """async ([desktop, layout]) => {
   const article = document.querySelector('main article') || document.querySelector('main');
   const serious = result => result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.length} nodes, e.g. ${v.nodes[0].html.slice(0, 100)}`);
   // preload: false: axe's own fetch of @import-ed stylesheets resolves them against the page, not the sheet
-  const off = Object.fromEntries(rules.map(id => [id, {enabled: false}]));
-  const found = serious(await axe.run(article, desktop ? {resultTypes: ['violations'], preload: false, rules: off}
-    : {runOnly: {type: 'rule', values: layout}, resultTypes: ['violations'], preload: false}));
-  if (!desktop) return {found, unjudged: []};
+  if (!desktop) return {found: serious(await axe.run(article, {runOnly: {type: 'rule', values: layout},
+                                                                resultTypes: ['violations'], preload: false})),
+                        unjudged: []};
   const backdrop = el => {
     for (; el; el = el.parentElement) {
       const colour = getComputedStyle(el).backgroundColor;
@@ -259,12 +263,12 @@ _AXE_JS = """async ([desktop, rules, layout]) => {
     const s = getComputedStyle(el), key = [s.color, s.fontSize, s.fontWeight, s.opacity, backdrop(el)].join('|');
     if (!tokens.has(key)) tokens.set(key, el);
   }
-  const only = {type: 'rule', values: rules};
-  const result = await axe.run({include: [article, ...tokens.values()], exclude: ['div.highlight']},
-                               {runOnly: only, resultTypes: ['violations', 'passes', 'incomplete'], preload: false, elementRef: true});
+  const result = await axe.run({include: [article, ...tokens.values()], exclude: ['div.highlight pre']},
+                               {resultTypes: ['violations', 'passes', 'incomplete'], preload: false,
+                                elementRef: true, selectors: false});
   const judged = new Set(['violations', 'passes', 'incomplete'].flatMap(kind => result[kind])
     .filter(r => r.id === 'color-contrast').flatMap(r => r.nodes.map(n => n.element)));
-  return {found: found.concat(serious(result)),
+  return {found: serious(result),
           unjudged: Array.from(tokens.values()).filter(el => !judged.has(el)).map(el => el.outerHTML.slice(0, 80))};
 }"""
 
@@ -400,6 +404,7 @@ def test_tables_outputs_and_formulas_read_well(visits, chapter, width):
     assert not facts["broken_numbers"], f"numbers broken across lines in table cells: {facts['broken_numbers'][:10]}"
     assert not facts["wrapped_outputs"], f"printed outputs wrapped: {facts['wrapped_outputs'][:5]}"
     assert facts["math_tab_stops"] == 0, f"{facts['math_tab_stops']} formulas are tab stops"
+    assert not facts["code_markup"], f"listings hold more than highlighted text: {facts['code_markup'][:5]}"
     assert not facts["axe"]["found"], "\n".join(facts["axe"]["found"])
     assert not facts["axe"]["unjudged"], f"highlighted tokens axe did not judge: {facts['axe']['unjudged']}"
 
@@ -442,7 +447,7 @@ def style_points_and_dpi() -> tuple[float, float]:
 def test_nothing_widens_the_page(phone, chapter):
     facts = phone[chapter]
     assert facts["page_overflow"] <= 1, f"the page scrolls sideways by {facts['page_overflow']} px"
-    assert facts["scrubbers_too_wide"] == 0
+    assert facts["too_wide"] == 0, f"{facts['too_wide']} scrubbers or charts are wider than their column"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

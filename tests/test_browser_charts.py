@@ -1,8 +1,10 @@
 """The sliders' charts in a real browser, offline: Debian's chromium driven by Playwright.
 
-Each chapter with a chart (``rl4llm.viz.charts``) is opened in the built site (``built_book``) with the
-network blocked except for the local server, at 1280 px and at 390 px (once a width: the page's charts are
-checked one after the other on the same page). Every slider of every chart is moved to its ends and to a
+Each chapter with a chart (``rl4llm.viz.charts``) is opened once in the built site (``built_book``) with
+the network blocked except for the local server, at 1280 px, then narrowed to 390 px, as
+``test_browser.visit`` does (the page's charts are checked one after the other on the same page; the
+charts are drawn at a fixed size, and ``test_browser`` checks that they fit the column of a page loaded
+at either width). Every slider of every chart is moved to its ends and to a
 middle position: at 1280 px by the keyboard (Home, End, arrows), as a desktop reader tabbing through does;
 at 390 px by the pointer (a tap at the track's ends and middle), as a phone reader does. After each move
 the numbers drawn (the bars' data in Vega's scene graph) are compared with the library's at the slider's
@@ -19,7 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 import pytest
 
-from test_browser import browser, site  # noqa: F401  (fixtures: the served site, Chromium)
+from test_browser import RESIZE_SETTLES_MS, browser, site  # noqa: F401  (fixtures: the served site, Chromium)
 from test_charts import CHARTS, LINE_CHARTS
 
 #: The width each input method is tried at: the keyboard on a desktop, the pointer on a phone.
@@ -194,24 +196,32 @@ def check_line_drawn(name: str, state: dict, how: str) -> None:
 
 @pytest.fixture(scope="module")
 def opened(browser, site):  # noqa: F811
-    """The page a test asks for (chapter, width), opened once: the tests of one page run one after the
-    other (``CASES`` keeps them together), each on its own chart, so the next page closes the last."""
+    """The page a test asks for (chapter, width), opened once at the first width and narrowed to the
+    next: the tests of one page run one after the other (``CASES`` keeps them together), each on its
+    own chart, so the next page closes the last. Narrowing empties the charts' redraw times, so that
+    each width's median is its own."""
     current = {}
 
     def page_of(chapter: str, width: int):
-        if current.get("key") != (chapter, width):
+        if current.get("chapter") != chapter:
             if current:
                 current["context"].close()
             context, page, errors = open_chapter(browser, site, chapter, width)
-            current.update(key=(chapter, width), context=context, page=page, errors=errors)
+            current.update(chapter=chapter, width=width, context=context, page=page, errors=errors)
+        elif current["width"] != width:
+            current["page"].set_viewport_size({"width": width, "height": 900})
+            current["page"].wait_for_timeout(RESIZE_SETTLES_MS)
+            current["page"].evaluate("() => window.rl4llmCharts.forEach(chart => { chart.redraws.length = 0; })")
+            current["width"] = width
         return current["page"], current["errors"]
     yield page_of
     if current:
         current["context"].close()
 
 
-#: Every chart at each width, a page's charts together.
-CASES = [(name, width) for width in INPUT_AT for name in PAGES]
+#: Every chart at each width: a page's charts together at 1280 px, then at 390 px.
+CASES = [(name, width) for chapter in dict.fromkeys(c for c, _ in PAGES.values()) for width in INPUT_AT
+         for name, (c, _) in PAGES.items() if c == chapter]
 
 
 @pytest.mark.parametrize("name, width", CASES, ids=[f"{n}-{w}" for n, w in CASES])
