@@ -8,6 +8,8 @@ one machine, on a CPU that did not write them, and a change that makes an output
 fails on the contributor's machine. A run that sets the capability itself (README: the whole suite as
 another CPU would run it) keeps it everywhere. After a chapter, its cache must still be empty: no
 chapter may rest on a warm start it trained and cached.
+
+The longest test files run first (``LONGEST_FIRST``), so that pytest-xdist's two workers end together.
 """
 import functools
 import os
@@ -30,6 +32,23 @@ def chapter_capability() -> str | None:
 def chapter_cache(notebook: pathlib.Path) -> pathlib.Path:
     """The warm-start cache a chapter's kernel gets: a folder of its own, empty at the start."""
     return pathlib.Path(tempfile.mkdtemp(prefix=f"rl4llm-cache-{notebook.stem}-"))
+
+
+#: The longest test files, longest first, in worker-seconds of a ``.ci/run`` on 2 cores (the junit report
+#: of ``PYTEST_ADDOPTS=--junitxml=FILE``): the browser visits of every page with the book's build 530, chapter
+#: 15 189, chapter 20 182, the charts in the browser 261, the charts' data 115, chapter 16 70, the
+#: launches 66. They are handed out first and every other file after them, in collection order (pytest.ini
+#: turns off xdist's own order, by the number of tests in a file, which put chapter 20's 19 cells near the
+#: end). Chapters 15 and 20 come before the browser's charts: the second worker trains while the first
+#: builds the book that both browser files wait for.
+LONGEST_FIRST = ["tests/test_browser.py", "book/15_tiny_transformer.ipynb", "book/20_sampler_trainer.ipynb",
+                 "tests/test_browser_charts.py", "tests/test_charts.py", "book/16_to_trl.ipynb", "tests/test_launch.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """``LONGEST_FIRST`` first, each file's tests in their order, then the rest as collected."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(pathlib.Path(os.path.relpath(item.path, config.rootpath)).as_posix(), len(rank)))
 
 
 def _is_chapter(item) -> bool:

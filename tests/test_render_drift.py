@@ -45,7 +45,8 @@ def test_a_show_source_chapter_passes_strict_nbval_with_another_pygments(tmp_pat
         outputs=[nbformat.v4.new_output("stream", name="stdout", text=OTHER_PYGMENTS + "\n")])])
     nbformat.write(probe, tmp_path / "pygments_version.ipynb")
     chapter = ROOT / "book" / "01_distribution.ipynb"
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(chapter),
+    # -n 0: the two notebooks in this process (pytest.ini's -n auto would start a worker for each)
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", str(chapter),
                              str(tmp_path / "pygments_version.ipynb")],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
