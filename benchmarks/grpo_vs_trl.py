@@ -489,7 +489,8 @@ def spread(s: dict, digits: int = 1) -> str:
 
 
 def markdown(record) -> str:
-    """The summary's tables: the grid, the profiles and the speed pairs, with the machine and its load."""
+    """The summary's tables: the grid, the best recipes re-run, the profiles, the speed pairs and the
+    budget, with the machine and its load."""
     m, summ = record["machine"], record["summary"]
     lines = [f"# rl4llm against TRL ({m['platform']}, {m['cpu_cores']} cores, {m['cpu_capability']}, torch "
              f"{m['torch']}, TRL {m['trl']}, one thread a side)", "",
@@ -502,6 +503,18 @@ def markdown(record) -> str:
                      f"{','.join(map(str, row['seeds']))} | {spread(row['seconds_to_target'])} | "
                      f"{spread(row['cpu_seconds_to_target'])} | {spread(row['tokens_to_target'], 0)} | "
                      f"{row['mean_load_before']:.1f} |")
+    if "best" in summ:
+        b = summ["best"]
+        lines += ["", "## Each side's best recipe, re-run with the seeds interleaved (to the target: median (min-max))", "",
+                  "| side | lr | prompts | loss | wall s | CPU s | tokens | steps |", "|---" * 8 + "|"]
+        for side in SIDES:
+            r = b[side]
+            lines.append(f"| {side} | {r['recipe']['lr']:g} | {r['recipe']['prompts_per_step']} | "
+                         f"{r['recipe']['loss_type']} | {spread(r['seconds_to_target'])} | "
+                         f"{spread(r['cpu_seconds_to_target'])} | {spread(r['tokens_to_target'], 0)} | "
+                         f"{spread(r['steps_to_target'], 0)} |")
+        lines += ["", f"Time to the target: {b['time_to_target_ratio']:.2f}x less for rl4llm (medians); "
+                      f"seed ranges apart: {b['seed_ranges_apart']}."]
     for name, key in (("rl4llm and TRL", "profile_ms_per_step"),
                       ("the trainer before and after this change", "trainer_profile_ms_per_step")):
         if key in summ:
@@ -516,6 +529,10 @@ def markdown(record) -> str:
         lines += ["", "## Implementation speed at one recipe (sampled tokens a second, interleaved pairs)", "",
                   f"rl4llm {spread(sp['rl4llm_tokens_per_second'], 0)}, TRL {spread(sp['trl_tokens_per_second'], 0)}, "
                   f"ratio {spread(sp['tokens_per_second_ratio'], 2)}"]
+    if "budget" in summ:
+        bu = summ["budget"]
+        lines += ["", f"## rl4llm's best recipe for {bu['seconds']:g} s of training (held-out greedy accuracy over the seeds)",
+                  "", spread(bu["accuracy"], 3)]
     return "\n".join(lines)
 
 
