@@ -34,10 +34,10 @@ def chapter_cache(notebook: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(tempfile.mkdtemp(prefix=f"rl4llm-cache-{notebook.stem}-"))
 
 
-#: The longest test files, longest first, in worker-seconds of a ``.ci/run`` on 2 cores (the junit report
-#: of ``PYTEST_ADDOPTS=--junitxml=FILE``): the browser visits of every page with the book's build 530, chapter
-#: 15 189, chapter 20 182, the charts in the browser 261, the charts' data 115, chapter 16 70, the
-#: launches 66. They are handed out first and every other file after them, in collection order (pytest.ini
+#: The longest test files, longest first, in worker-seconds of a ``.ci/run`` on 2 cores (``--durations=0``,
+#: summed by file): the browser visits of every page with the book's build 381, chapter 15 187, chapter
+#: 20 144, the charts in the browser 157, the charts' data 105, chapter 16 85, the launches 65. They are
+#: handed out first and every other file after them, in collection order (pytest.ini
 #: turns off xdist's own order, by the number of tests in a file, which put chapter 20's 19 cells near the
 #: end). Chapters 15 and 20 come before the browser's charts: the second worker trains while the first
 #: builds the book that both browser files wait for.
