@@ -532,7 +532,8 @@ def markdown(record) -> str:
     if "budget" in summ:
         bu = summ["budget"]
         lines += ["", f"## rl4llm's best recipe for {bu['seconds']:g} s of training (held-out greedy accuracy over the seeds)",
-                  "", spread(bu["accuracy"], 3)]
+                  "", f"{spread(bu['accuracy'], 3)}, after {spread(bu['steps'], 0)} steps (the learning rate decays "
+                      f"linearly to 0 at step {record['constants']['max_steps']}, and a step after it changes nothing)"]
     return "\n".join(lines)
 
 
@@ -566,7 +567,8 @@ def summarise(record) -> dict:
             for name in ("before", "after")}
     if "budget" in record:
         out["budget"] = {"seconds": record["budget"]["seconds"],
-                         "accuracy": summary(r["final_accuracy"] for r in record["budget"]["runs"])}
+                         "accuracy": summary(r["final_accuracy"] for r in record["budget"]["runs"]),
+                         "steps": summary(r["steps"] for r in record["budget"]["runs"])}
     return out
 
 
