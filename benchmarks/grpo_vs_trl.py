@@ -42,6 +42,9 @@ profile  the per-step profile at ``SPEED_RECIPE`` (32 x 8, dapo), interleaved: t
 trainer-profile  rl4llm's profile with the library of ``--before`` (a git revision) and with this one,
          each in its own process, alternately: the trainer's speed-up, phase by phase.
 budget   rl4llm's best recipe for ``--budget`` seconds of training (three seeds): held-out accuracy.
+budget-sweep  every recipe of ``GRID`` for ``--budget`` seconds on rl4llm, three seeds each: the recipe
+         with the best median accuracy, then that recipe on three fresh seeds (``CONFIRM_SEEDS``), whose
+         accuracy is the one reported, since the sweep's own best median is biased upwards by the choice.
 
 The LAST line printed is the record's summary as one JSON object.
 """
@@ -79,6 +82,7 @@ STEP_CAP = 400          # a sweep run still below TARGET after this many steps s
 PATIENCE = 100          # ... and so does one whose best held-out accuracy has not risen for this many steps
 GRID = {"lr": (2e-3, 1e-3, 3e-4), "prompts_per_step": (32, 64), "loss_type": ("dapo", "grpo")}
 SEEDS = (0, 1, 2)
+CONFIRM_SEEDS = (3, 4, 5)   # budget-sweep: the chosen recipe's seeds, never used to choose it
 SPEED_RECIPE = {"lr": 3e-4, "prompts_per_step": 32, "loss_type": "dapo"}
 PHASES = ("rollout", "forward_and_loss", "backward", "optimizer", "other")
 DEVICE = "cpu"          # --device sets it
@@ -473,6 +477,30 @@ def budget(record, warm, task, seconds: float):
     save(record)
 
 
+def budget_sweep(record, warm, task, seconds: float):
+    """Every GRID cell for ``seconds`` of training on SEEDS; the best median accuracy's cell (the first in GRID's
+    order among equal medians) on CONFIRM_SEEDS."""
+    runs = [timed_run("rl4llm", warm, task, cell, seed, steps=10 ** 6, to_target=False, budget=seconds)
+            for cell in cells() for seed in SEEDS]
+    record["budget_sweep"] = {"seconds": seconds, "runs": runs}
+    table = budget_table(record["budget_sweep"])
+    chosen = {k: max(table, key=lambda row: row["accuracy"]["median"])[k] for k in GRID}
+    record["budget_sweep"]["recipe"] = chosen
+    record["budget_sweep"]["confirm"] = [timed_run("rl4llm", warm, task, chosen, seed, steps=10 ** 6, to_target=False,
+                                                   budget=seconds) for seed in CONFIRM_SEEDS]
+    save(record)
+
+
+def budget_table(part: dict) -> list:
+    """One line per cell of a budget sweep: held-out accuracy and steps run over its seeds."""
+    table = []
+    for cell in cells():
+        runs = [r for r in part["runs"] if all(r[k] == v for k, v in cell.items())]
+        table.append({**cell, "accuracy": summary(r["final_accuracy"] for r in runs),
+                      "steps": summary(r["steps"] for r in runs)})
+    return table
+
+
 def save(record):
     """The record as JSON, and its summary as Markdown tables beside it (same name, ``.md``)."""
     record["summary"] = summarise(record)
@@ -534,6 +562,18 @@ def markdown(record) -> str:
         lines += ["", f"## rl4llm's best recipe for {bu['seconds']:g} s of training (held-out greedy accuracy over the seeds)",
                   "", f"{spread(bu['accuracy'], 3)}, after {spread(bu['steps'], 0)} steps (the learning rate decays "
                       f"linearly to 0 at step {record['constants']['max_steps']}, and a step after it changes nothing)"]
+    if "budget_sweep" in summ:
+        bs = summ["budget_sweep"]
+        lines += ["", f"## Every recipe for {bs['seconds']:g} s of rl4llm training (held-out greedy accuracy, seeds "
+                      f"{', '.join(map(str, SEEDS))})", "", "| lr | prompts | loss | accuracy | steps |", "|---" * 5 + "|"]
+        for row in bs["grid"]:
+            lines.append(f"| {row['lr']:g} | {row['prompts_per_step']} | {row['loss_type']} | "
+                         f"{spread(row['accuracy'], 3)} | {spread(row['steps'], 0)} |")
+        if "confirm" in bs:
+            r = bs["recipe"]
+            lines += ["", f"Chosen: lr {r['lr']:g} x {r['prompts_per_step']} prompts x {r['loss_type']}; on fresh seeds "
+                          f"{', '.join(map(str, CONFIRM_SEEDS))}: {spread(bs['confirm']['accuracy'], 3)} after "
+                          f"{spread(bs['confirm']['steps'], 0)} steps."]
     return "\n".join(lines)
 
 
@@ -569,6 +609,13 @@ def summarise(record) -> dict:
         out["budget"] = {"seconds": record["budget"]["seconds"],
                          "accuracy": summary(r["final_accuracy"] for r in record["budget"]["runs"]),
                          "steps": summary(r["steps"] for r in record["budget"]["runs"])}
+    if "budget_sweep" in record:
+        bs = record["budget_sweep"]
+        out["budget_sweep"] = {"seconds": bs["seconds"], "grid": budget_table(bs)}
+        if "confirm" in bs:
+            out["budget_sweep"] |= {"recipe": bs["recipe"], "confirm": {
+                "accuracy": summary(r["final_accuracy"] for r in bs["confirm"]),
+                "steps": summary(r["steps"] for r in bs["confirm"])}}
     return out
 
 
@@ -585,7 +632,7 @@ def main():
     global DEVICE, RECORD, SEEDS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--parts", nargs="+", default=["sweep", "best", "speed", "profile", "budget"],
-                        choices=["sweep", "best", "speed", "profile", "trainer-profile", "budget"])
+                        choices=["sweep", "best", "speed", "profile", "trainer-profile", "budget", "budget-sweep"])
     parser.add_argument("--before", default="HEAD", help="git revision whose library trainer-profile compares")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=list(SIDES), help="for the sweep")
@@ -616,6 +663,8 @@ def main():
         trainer_profile(record, args.before, args.profile_steps, args.pairs)
     if "budget" in args.parts:
         budget(record, warm, task, args.budget)
+    if "budget-sweep" in args.parts:
+        budget_sweep(record, warm, task, args.budget)
     save(record)
     print(json.dumps(record["summary"]))
 
