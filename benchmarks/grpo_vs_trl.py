@@ -521,7 +521,7 @@ def markdown(record) -> str:
     budget, with the machine and its load."""
     m, summ = record["machine"], record["summary"]
     lines = [f"# rl4llm against TRL ({m['platform']}, {m['cpu_cores']} cores, {m['cpu_capability']}, torch "
-             f"{m['torch']}, TRL {m['trl']}, one thread a side)", "",
+             f"{m['torch']}, TRL {m['trl']}, {m['torch_threads']} CPU thread{'s' * (m['torch_threads'] > 1)} a side)", "",
              f"Written by `python benchmarks/grpo_vs_trl.py`; every run in `{RECORD.name}`, with the load "
              f"average before and after it. Target: held-out greedy accuracy {TARGET}.", "",
              "## The grid (seconds and tokens to the target: median (min-max) over the seeds run)", "",
@@ -629,7 +629,7 @@ def machine() -> dict:
 
 
 def main():
-    global DEVICE, RECORD, SEEDS
+    global DEVICE, RECORD, SEEDS, THREADS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--parts", nargs="+", default=["sweep", "best", "speed", "profile", "budget"],
                         choices=["sweep", "best", "speed", "profile", "trainer-profile", "budget", "budget-sweep"])
@@ -642,8 +642,10 @@ def main():
     parser.add_argument("--budget", type=float, default=30.0, help="rl4llm training seconds in budget")
     parser.add_argument("--record", type=Path, default=RECORD)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="CPU threads a side (the record's runs: 1; write other counts to another --record)")
     args = parser.parse_args()
-    DEVICE, RECORD, SEEDS = args.device, args.record, tuple(args.seeds)
+    DEVICE, RECORD, SEEDS, THREADS = args.device, args.record, tuple(args.seeds), args.threads
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     record = {"sweep": [], **record, "machine": machine(),
               "constants": {"target": TARGET, "eval_every": EVAL_EVERY, "max_steps": MAX_STEPS,
