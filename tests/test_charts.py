@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -155,6 +156,16 @@ def test_the_grid_is_rounded_and_survives_its_csv():
     assert len(rows) == 9 and rows[0] == {"a": 0.5, "b": 1, "x": 0.166667, "y": 0.142857}
     assert from_csv(to_csv(rows)) == [{k: float(v) for k, v in r.items()} for r in rows]
     assert to_csv(rows).split("\n")[:2] == ["a,b,x,y", "0.5,1,0.166667,0.142857"]
+
+
+def test_a_zero_is_stored_unsigned_whatever_side_the_cpu_rounds_it_to():
+    """An unbiased estimator's bias is 0 in theory and +-1e-17 in floating point, its sign set by the
+    CPU's kernels (chapter 17's k1 and k3 on AVX-512 and AVX2): the chart must store 0 either way."""
+    rows = grid(lambda s: [s * 1e-17, s * 0.0, s * 2.5e-7], [Slider("s", "s", -1, 1, 2, 1, fmt="d")], ["a", "b", "c"])
+    assert to_csv(rows).split("\n") == ["s,a,b,c", "-1,0,0,0", "1,0,0,0"]
+    assert all(math.copysign(1.0, r[k]) == 1.0 for r in rows for k in "abc")
+    assert charts.rounded(-4e-7) == -0.0 and math.copysign(1.0, charts.rounded(-4e-7)) == 1.0
+    assert charts.rounded(-6e-7) == -1e-6
 
 
 def test_a_chart_shows_the_value_in_its_title_and_describes_its_bars():

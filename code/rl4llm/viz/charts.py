@@ -12,7 +12,7 @@ in Colab and in VS Code.
   chart's title). Every position of the slider is a point of the grid.
 - ``grid(compute, sliders, columns)`` runs ``compute(**params)`` at every point of the sliders' grid
   (their cross product): one row per point, the parameters and the returned values (one per column),
-  rounded to ``DECIMALS`` so that the stored chart is the same on every CPU.
+  rounded to ``DECIMALS`` (``rounded``: a zero unsigned) so that the stored chart is the same on every CPU.
 - ``bar_chart(compute, sliders, categories=..., ...)`` draws ``compute``'s values as one bar per category
   at the sliders' setting, each bar labelled with its value, the correct answer in the book's
   ``CORRECT_COLOR``; optional: a dashed outline of reference bars and a dotted reference level.
@@ -44,6 +44,12 @@ WIDTH = 300
 HEIGHT = 220
 #: The mime type the charts are stored under (Vega-Lite 5; JupyterLab 4 draws it with no extension).
 MIME_TYPE = "application/vnd.vegalite.v5+json"
+
+
+def rounded(v, decimals: int = DECIMALS) -> float:
+    """``v`` rounded to ``decimals``, a zero unsigned: a value that is 0 in theory (an unbiased estimator's
+    bias) comes out as +-1e-17, on a side that depends on the CPU's kernels, and would be stored as -0."""
+    return round(float(v), decimals) + 0.0
 
 
 def vega_string(text: str) -> str:
@@ -123,7 +129,7 @@ def grid(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider], col
         values = np.asarray(compute(**params), dtype=float)
         if values.shape != (len(columns),):
             raise ValueError(f"compute must return {len(columns)} values (one per column), got shape {values.shape}")
-        rows.append({**params, **{c: round(float(v), DECIMALS) for c, v in zip(columns, values)}})
+        rows.append({**params, **{c: rounded(v) for c, v in zip(columns, values)}})
     return rows
 
 
@@ -189,12 +195,12 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     layers = [bars, values, readline]
     notes = []
     if outline is not None:
-        ref = [{"token": c, "value": round(float(v), DECIMALS)} for c, v in zip(categories, outline)]
+        ref = [{"token": c, "value": rounded(v)} for c, v in zip(categories, outline)]
         layers.insert(0, alt.Chart(alt.Data(values=ref)).mark_bar(
             fillOpacity=0, stroke="black", strokeDash=[4, 3], strokeWidth=1.2, aria=False).encode(x=x, y=y))
         notes.append(f"dashed: {outline_label}")
     if level is not None:
-        layers.append(alt.Chart(alt.Data(values=[{"value": round(float(level), DECIMALS)}])).mark_rule(
+        layers.append(alt.Chart(alt.Data(values=[{"value": rounded(level)}])).mark_rule(
             color="black", strokeDash=[2, 2], aria=False).encode(y="value:Q"))
         notes.append(f"dotted: {level_label}")
     chart = alt.layer(*layers, data=data).add_params(*(s.param() for s in sliders)).properties(
@@ -269,7 +275,7 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                  **{f"n{i}": extra[n] if j == 0 else None for i, n in enumerate(names)}}
                 for j, (xj, column) in enumerate(zip(xs, values.T))]
 
-    rows = [{k: round(float(v), decimals) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
+    rows = [{k: rounded(v, decimals) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
             for point in itertools.product(*(s.values for s in sliders))
             for row in at(**{s.name: s.cast(v) for s, v in zip(sliders, point)})]
     if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
