@@ -137,7 +137,7 @@ SOFTMAX = ("import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n"
      "uses the library's own function (rl4llm.credit)"),
     ("gets round the block", "softmax", "my_softmax",
      "import sys\n\ndel sys.modules['rl4llm']\nsys.meta_path.pop(0)\nimport rl4llm\n\nmy_softmax = rl4llm.softmax\n",
-     False, "uses the library's own function (rl4llm)"),
+     False, "No module named 'rl4llm'"),
     ("mutates its inputs", "clipped_objective", "my_clipped_objective",
      "import numpy as np\n\n\ndef my_clipped_objective(ratio, advantage, eps, eps_high=None):\n"
      "    high = eps if eps_high is None else eps_high\n    unclipped = ratio * advantage\n"

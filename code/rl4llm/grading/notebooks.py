@@ -21,7 +21,7 @@ from ..coursework import exercises
 from ..exercises import SPECS, NumericExercise
 from .sandbox import Grade, grade
 
-_ASSERT = re.compile(r'assert_correct\("([\w.-]+)",\s*(\w+)\)')
+ASSERT = re.compile(r'assert_correct\("([\w.-]+)",\s*(\w+)\)')
 _NUMBER = re.compile(r"^## Exercise ([0-9]+\.[0-9]+)")
 
 
@@ -58,7 +58,7 @@ def registry(source: Path) -> dict[str, GradedExercise]:
         numbers = {_meta(c).get("grade_id", "").removesuffix("-text"): m.group(1) for c in cells
                    if (m := _NUMBER.match("".join(c["source"])))}
         for cell in cells:
-            meta, match = _meta(cell), _ASSERT.search("".join(cell["source"]))
+            meta, match = _meta(cell), ASSERT.search("".join(cell["source"]))
             if meta.get("grade") and match and meta.get("grade_id", "").endswith("-check"):
                 grade_id = meta["grade_id"].removesuffix("-check")
                 found[grade_id] = GradedExercise(grade_id, numbers.get(grade_id, "?"), *match.groups(),

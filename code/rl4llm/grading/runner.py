@@ -4,12 +4,13 @@ Two users share this module:
 
 - ``rl4llm.exercises`` (practice, in the student's own kernel) imports :func:`call_on_copy` and
   :func:`as_output`;
-- the grader (``rl4llm.grading.sandbox``) runs this file as a script, ``python -I runner.py JOB``, in
-  a fresh process whose working directory is the job's temporary folder. There the script reads
-  ``job.json`` (the cell's source, the function's name, the calls as JSON and ``.npy`` files), blocks
-  the library (any import of ``rl4llm`` or ``rl4llm.*``, any attribute of the stand-in ``rl4llm``
-  module beyond the building blocks the exercise allows, is recorded as a use of the library and
-  fails), runs the cell, calls the function on each call's arguments, and writes ``result.json`` and
+- the grader (``rl4llm.grading.sandbox``) runs this file as a script, ``runner.py JOB``, in a
+  bubblewrap sandbox whose only writable folder, and working directory, is the job's temporary
+  folder; the library is not installed there. The script reads ``job.json`` (the cell's source, the
+  function's name, the calls as JSON and ``.npy`` files), puts the building blocks the exercise allows
+  into a stand-in ``rl4llm`` module (any other name of it, any import of ``rl4llm.*`` beyond them, is
+  recorded as a use of the library and fails; a library function the exercise may call, such as
+  ``grpo_loss``, was copied into the folder's ``_allowed`` package), runs the cell, calls the function on each call's arguments, and writes ``result.json`` and
   one ``out<i>.npy`` per call (numbers only: nothing the grader reads back is ever unpickled). For a
   by-hand exercise (``"answer": true`` in the job) there are no calls: the script writes what the
   cell left in the answer's name (:func:`as_answer`). ``print`` output is counted and all but its
@@ -169,7 +170,7 @@ class _Blocker:
         self.record = record
 
     def find_spec(self, name, path=None, target=None):
-        if name == "rl4llm" or name.startswith("rl4llm."):
+        if name.split(".")[0] in ("rl4llm", "_allowed"):
             if name not in sys.modules:
                 self.record.setdefault("library", name)
                 raise LibraryUse(f"graded code may not import the library ({name})")
@@ -197,13 +198,13 @@ def _stand_in(allowed: list[str], constants: dict, record: dict):
             setattr(root, name, blocks[name])
     modules = {"rl4llm": root}
     if "grpo.grpo_loss" in allowed:
-        from rl4llm.grpo import grpo_loss           # imported before the library is blocked
+        from _allowed.grpo import grpo_loss         # copied into the job's folder by the grader
         grpo = types.ModuleType("rl4llm.grpo")
         grpo.__getattr__ = refuse("rl4llm.grpo")
         grpo.grpo_loss = grpo_loss
         root.grpo = grpo
         modules["rl4llm.grpo"] = grpo
-    for name in [n for n in sys.modules if n == "rl4llm" or n.startswith("rl4llm.")]:
+    for name in [n for n in sys.modules if n.split(".")[0] in ("rl4llm", "_allowed")]:
         del sys.modules[name]
     sys.modules.update(modules)
 
@@ -238,7 +239,9 @@ def main(folder: Path) -> None:
     constants = {name: decode(value, folder) for name, value in job.get("constants", {}).items()}
     if any("torch" in json.dumps(call) for call in job["calls"]) or "grpo.grpo_loss" in job["allowed"]:
         import torch  # noqa: F401 (loaded before the clock of the student's code matters)
+    sys.path.insert(0, str(folder))                      # for _allowed, before the student's code runs
     _stand_in(job["allowed"], constants, record)
+    sys.path.remove(str(folder))
     sys.meta_path.insert(0, _Blocker(record))
     out = _CappedText(job.get("max_output", 4000))
     real_stdout, real_stderr = sys.stdout, sys.stderr

@@ -1,25 +1,28 @@
-"""Grade one exercise out of process: the student's cell runs in a fresh Python that the grader
-controls, and the verdict is computed here, from numbers only (and, for a by-hand exercise, the
-student's answer, read back as a number or as text).
+"""Grade one exercise out of process: the student's cell runs in a bubblewrap sandbox that the grader
+controls (:mod:`.bubblewrap`: no network, no repository, no course, no library, an unprivileged uid,
+limits on memory, processes, CPU and file size), and the verdict is computed here, from numbers only
+(and, for a by-hand exercise, the student's answer, read back as a number or as text).
 
 :func:`grade` writes the calls of the exercise (from ``rl4llm.exercises.SPECS``, computed in this
-process, as are the reference's values and every mistake's) into a temporary folder, starts
-``python -I runner.py`` there with a time limit, its output going to a size-capped file, and reads
-back ``result.json`` (bounded JSON) and ``out<i>.npy`` (``allow_pickle=False``). A timeout, a crash,
-an import error in the cell or a use of the library is a verdict of its own; otherwise
-:meth:`FunctionExercise.judge` gives the same message as the chapter's check cell. A by-hand
-exercise (:class:`NumericExercise`) has no calls: its cell runs alone, with nothing of the library
-importable, and the value it leaves in the answer's name gets ``check``'s verdict (its tolerance,
-its common wrong numbers), computed here from the library's answer, which the cell never sees.
+process, as are the reference's values and every mistake's) into a temporary folder, the sandbox's
+only writable one, with the runner and the library's files the exercise may call (its allowed
+helpers, copied in explicitly: ``grpo_loss`` for Exercise 16.6); starts ``runner.py`` there in the
+sandbox with a time limit, its output going to a size-capped file; and reads back ``result.json``
+(bounded JSON) and ``out<i>.npy`` (``allow_pickle=False``). A timeout, a crash, an import error in the
+cell or a use of the library is a verdict of its own; otherwise :meth:`FunctionExercise.judge` gives
+the same message as the chapter's check cell. A by-hand exercise (:class:`NumericExercise`) has no
+calls: its cell runs alone, and the value it leaves in the answer's name gets ``check``'s verdict
+(its tolerance, its common wrong numbers), computed here from the library's answer, which the
+sandbox never holds.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ import numpy as np
 
 from ..exercises import FUNCTIONS, SPECS, Verdict, label_of
 from ..exercises._core import NOT_YET, FunctionExercise, NumericExercise
+from . import bubblewrap
 from .runner import encode
 
 #: Seconds one exercise's process may run (the student's cell and every call).
@@ -39,6 +43,9 @@ KEPT_OUTPUT = 4000
 MAX_STREAM_BYTES = 8 * 2 ** 20
 _RESULT_BYTES = 2 ** 20
 _RUNNER = Path(__file__).with_name("runner.py")
+_LIBRARY = Path(__file__).resolve().parents[1]
+#: The package name under which the allowed library modules are copied into the sandbox.
+ALLOWED_PACKAGE = "_allowed"
 
 
 @dataclass(frozen=True)
@@ -82,21 +89,44 @@ def _write_job(folder: Path, exercise_id: str, source: str, function: str) -> li
                      for i, call in enumerate(calls)]}
     (folder / "job.json").write_text(json.dumps(job))
     shutil.copy(_RUNNER, folder / "runner.py")
+    modules = sorted({m for helper in allowed if "." in helper for m in library_modules(helper.split(".")[0])})
+    if modules:
+        (folder / ALLOWED_PACKAGE).mkdir()
+        (folder / ALLOWED_PACKAGE / "__init__.py").write_text("")
+        for name in modules:
+            shutil.copy(_LIBRARY / f"{name}.py", folder / ALLOWED_PACKAGE / f"{name}.py")
     return calls
 
 
-def _limit_streams() -> None:                        # in the child, before exec
-    import resource
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_STREAM_BYTES, MAX_STREAM_BYTES))
+_RELATIVE = re.compile(r"^\s*from \.(\w+) import", re.M)
+
+
+def library_modules(name: str) -> list[str]:
+    """The library's module ``name`` and every module of the library it imports (relatively), by
+    name: what is copied into the sandbox when an exercise may call a function of ``name``."""
+    found, todo = [], [name]
+    while todo:
+        module = todo.pop()
+        if module not in found:
+            found.append(module)
+            todo += _RELATIVE.findall((_LIBRARY / f"{module}.py").read_text())
+    return found
+
+
+def _limits(timeout: float) -> bubblewrap.Limits:
+    """The sandbox's limits for one exercise: its CPU seconds just above the wall-clock timeout, and
+    ``MAX_STREAM_BYTES`` for any file (its standard streams' file included)."""
+    return bubblewrap.Limits(cpu_seconds=int(timeout) + 5, file_bytes=MAX_STREAM_BYTES)
 
 
 def _run(folder: Path, timeout: float) -> tuple[str | None, str]:
-    """Run the job; (None, stderr tail) when it finished, else (what stopped it, stderr tail)."""
+    """Run the job in the sandbox; (None, stderr tail) when it finished, else (what stopped it, stderr
+    tail)."""
+    bubblewrap.prepare(folder)
+    command = bubblewrap.command(bubblewrap.script("runner.py", str(folder)), folder, _limits(timeout))
     with open(folder / "streams.txt", "wb") as streams:
-        child = subprocess.Popen([sys.executable, "-I", "runner.py", str(folder)], cwd=folder, stdin=subprocess.DEVNULL,
-                                 stdout=streams, stderr=streams, start_new_session=True, preexec_fn=_limit_streams,
-                                 env={"PATH": os.environ.get("PATH", ""), "HOME": str(folder),
-                                      "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        child = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=streams, stderr=streams,
+                                 start_new_session=True, env={})
         try:
             code = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -107,11 +137,16 @@ def _run(folder: Path, timeout: float) -> tuple[str | None, str]:
             try:
                 os.killpg(child.pid, signal.SIGKILL)        # anything the cell started is stopped too
             except ProcessLookupError:
-                pass
+                pass                                        # (and --die-with-parent ends its PID namespace)
     tail = (folder / "streams.txt").read_bytes()[-600:].decode("utf-8", "replace")
     if code == -signal.SIGXFSZ or (folder / "streams.txt").stat().st_size >= MAX_STREAM_BYTES:
         return f"wrote more than {MAX_STREAM_BYTES // 2 ** 20} MB of output, and was stopped", ""
+    if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL) and \
+            not (folder / "result.json").is_file():
+        return f"was stopped by the sandbox's limits (CPU time or processes; exit code {code})", tail
     if code != 0 or not (folder / "result.json").is_file():
+        if "MemoryError" in tail or "Cannot allocate memory" in tail or "DefaultCPUAllocator" in tail:
+            return f"ran out of the sandbox's {_limits(timeout).memory // 2 ** 30} GB of memory", tail
         return f"stopped with exit code {code}", tail
     return None, tail
 
