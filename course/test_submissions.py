@@ -6,9 +6,10 @@ Every ``*.ipynb`` under the folder (an nbgrader assignment ``partN.ipynb`` from 
 chapter of the student edition) gets one test per exercise it was handed out with that a grader
 checks (an assignment's coding and by-hand exercises; a chapter's coding exercises, since a chapter
 has no cell for a by-hand answer), named like ``alice/part1.ipynb::Exercise 1.4 (ch01-write-softmax)``.
-Written work and experiments are graded by hand (nbgrader's formgrader). Each test grades the student's cell out of
-process (``rl4llm.grading``: a fresh Python, the library blocked, a time limit per exercise) and
-passes or fails on the grader's verdict, whose message the failure shows. Nothing else in the
+Written work and experiments are graded by hand (nbgrader's formgrader). Each test grades the
+student's cell out of process (``rl4llm.grading``: a fresh Python in a bubblewrap sandbox, without
+the library, a time limit per exercise) and passes or fails on the grader's verdict, whose message
+the failure shows. Nothing else in the
 notebook runs, so a hanging or crashing cell costs only its own exercise. `-o addopts=` turns off
 the book's own nbval options; `--junitxml=grades.xml` writes the results for a spreadsheet.
 """
