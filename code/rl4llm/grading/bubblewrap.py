@@ -39,7 +39,7 @@ SITE = "/sandbox/site"
 #: The distributions an exercise's process may import: numpy, torch, and what they need.
 EXERCISE_DISTRIBUTIONS = ("numpy", "torch")
 #: The distributions nbgrader's sandboxed kernel may import: the exercise's, and the kernel's own.
-KERNEL_DISTRIBUTIONS = EXERCISE_DISTRIBUTIONS + ("ipykernel",)
+KERNEL_DISTRIBUTIONS = EXERCISE_DISTRIBUTIONS + ("ipykernel", "matplotlib")
 
 
 class SandboxUnavailable(RuntimeError):

@@ -18,6 +18,7 @@ each of them computes the scores in the sandbox.
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 from . import bubblewrap
@@ -94,7 +95,9 @@ def autograde(course: Path, assignment: str, students: list[str] | None = None, 
     scores = {}
     for i, student in enumerate(names, 1):
         start = time.perf_counter()
-        result = api.autograde(assignment, student, force=True, create=True)
+        with warnings.catch_warnings():                  # nbgrader's own SQLAlchemy session notices
+            warnings.filterwarnings("ignore", message="Object of type <Submitted")
+            result = api.autograde(assignment, student, force=True, create=True)
         failure = [] if result["success"] else (unreadable(course / "submitted" / student / assignment, notebooks) or
                                                 [(result.get("error") or "nbgrader failed").strip().splitlines()[-1]])
         problems = failure + [line.split("] ", 1)[-1] for line in result.get("log", "").splitlines()
