@@ -1,10 +1,13 @@
-"""rl4llm.cispo.cispo_loss: its value and its autograd gradient against the closed form, and validation."""
+"""rl4llm.cispo.cispo_loss: its value and its autograd gradient against the closed form, TRL 1.16's own
+``_compute_loss`` with ``loss_type="cispo"`` on the same batch, and validation."""
+import tempfile
+
 import numpy as np
 import pytest
 import torch
 
 from rl4llm import grpo_loss
-from rl4llm.cispo import cispo_loss
+from rl4llm.cispo import EPS_MAX, cispo_loss
 
 
 def _batch(seed=0, B=3, T=4):
@@ -16,22 +19,26 @@ def _batch(seed=0, B=3, T=4):
 
 
 def test_value_and_gradient_equal_the_closed_form():
+    """The weight is min(rho, eps_max): capped from above only, so a ratio far below 1 keeps its weight."""
     logp, old, A, mask = _batch()
-    loss, stats = cispo_loss(logp, old, A, mask, eps_low=0.1, eps_high=0.15)
-    weight = torch.clamp(torch.exp((logp - old).detach()), 0.9, 1.15)
+    loss, stats = cispo_loss(logp, old, A, mask, eps_max=1.1)
+    ratio = torch.exp((logp - old).detach())
+    weight = torch.minimum(ratio, torch.tensor(1.1, dtype=torch.float64))
     n = mask.sum()
     assert torch.isclose(loss, -(weight * A[:, None] * logp * mask).sum() / n)
     (grad,) = torch.autograd.grad(loss, logp)
     assert torch.allclose(grad, -weight * A[:, None] * mask / n)
     assert bool((grad[mask > 0] != 0).all())                   # every token keeps a gradient
-    ratio = torch.exp((logp - old).detach())
-    assert np.isclose(stats["clipped_fraction"], float((((ratio < 0.9) | (ratio > 1.15)) * mask).sum() / n))
+    assert bool(((ratio < 0.9) & (mask > 0)).any())            # a low ratio, left as it is (no lower bound)
+    above = (ratio > 1.1) * mask
+    assert np.isclose(stats["capped_fraction"], float(above.sum() / n))
+    assert np.isclose(stats["clip_ratio"], float((above * (A[:, None] > 0)).sum() / n))
 
 
-def test_inside_the_band_it_has_ppos_gradient_and_ppo_zeroes_where_cispo_does_not():
+def test_below_the_cap_it_has_ppos_gradient_and_ppo_zeroes_where_cispo_does_not():
     logp, old, A, mask = _batch(seed=3)
     grads = {}
-    for name, fn in (("cispo", lambda: cispo_loss(logp, old, A, mask, eps_low=0.1, eps_high=0.1)),
+    for name, fn in (("cispo", lambda: cispo_loss(logp, old, A, mask, eps_max=1.1)),
                      ("ppo", lambda: grpo_loss(logp, old, A, mask, eps_low=0.1, loss_type="dapo"))):
         (grads[name],) = torch.autograd.grad(fn()[0], logp)
     rho = torch.exp(logp - old).detach()
@@ -39,6 +46,56 @@ def test_inside_the_band_it_has_ppos_gradient_and_ppo_zeroes_where_cispo_does_no
     assert torch.allclose(grads["cispo"][inside], grads["ppo"][inside])
     ppo_zero = (grads["ppo"] == 0) & (mask > 0)
     assert bool(ppo_zero.any()) and bool((grads["cispo"][ppo_zero] != 0).all())
+
+
+def test_the_default_cap_is_trls_recommended_five():
+    logp, old, A, mask = _batch()
+    assert EPS_MAX == 5.0
+    assert torch.isclose(cispo_loss(logp, old, A, mask)[0], cispo_loss(logp, old, A, mask, eps_max=5.0)[0])
+
+
+@pytest.mark.parametrize("eps_max", [5.0, 1.28, 0.28])
+def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
+    """TRL 1.16's GRPOTrainer._compute_loss with loss_type="cispo" and epsilon_high=eps_max on the
+    parity batch of chapter 16: the same loss, gradient and ``cispo_clip_ratio``. At 0.28 (DAPO's width
+    taken for a cap) every weight is capped."""
+    pytest.importorskip("trl")
+    from rl4llm.model import GPT, GPTConfig, completion_logprobs
+    from rl4llm.trainer import GRPOConfig
+    from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+    from rl4llm.hf_plumbing import quiet
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig())
+    config = GRPOConfig(prompts_per_step=2, group_size=4, beta=0.0, temperature=0.7, loss_type="dapo")
+    batch = loss_batch(model, config, seed=0)
+    params = dict(model.named_parameters())
+    logp, _ = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
+    ours, stats = cispo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_max=eps_max)
+    our_grads = dict(zip(params, torch.autograd.grad(ours, list(params.values()))))
+    with quiet(), tempfile.TemporaryDirectory() as tmp:
+        trainer = trl_loss_trainer(model, batch, config, tmp)
+        trainer.loss_type = trainer.args.loss_type = "cispo"       # the book's config knows no CISPO (yet)
+        trainer.epsilon_high = trainer.args.epsilon_high = eps_max
+        theirs = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
+    hf = dict(trainer.model.named_parameters())
+    their_grads = book_layout(model, dict(zip(hf, torch.autograd.grad(theirs, list(hf.values())))))
+    assert abs(float(theirs.detach()) - float(ours.detach())) < 1e-6
+    assert max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()) < 1e-6
+    logged = trainer._metrics["train"]["cispo_clip_ratio"][-1]
+    assert abs(logged - stats["clip_ratio"]) < 1e-6
+    if eps_max == 0.28:
+        assert stats["capped_fraction"] == 1.0
+
+
+def test_trl_kwargs_are_a_real_trl_config_whose_epsilon_high_is_the_cap(tmp_path):
+    trl = pytest.importorskip("trl")
+    from rl4llm.trl_knobs import cispo_trl_kwargs
+
+    args = trl.GRPOConfig(**cispo_trl_kwargs(5.0), output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    assert (args.loss_type, args.epsilon_high) == ("cispo", 5.0)
+    with pytest.raises(ValueError, match="eps_max must be a finite number > 0"):
+        cispo_trl_kwargs(-1.0)
 
 
 def test_padding_gets_no_gradient_and_infinite_padding_is_harmless():
@@ -57,9 +114,9 @@ def test_validation():
         cispo_loss(logp, old, A, mask[:, :2])
     with pytest.raises(ValueError, match=r"advantages must be shaped \(B,\)"):
         cispo_loss(logp, old, A[:2], mask)
-    with pytest.raises(ValueError, match="eps_high must be in"):
-        cispo_loss(logp, old, A, mask, eps_high=0.0)
-    with pytest.raises(ValueError, match="eps_low must be in"):
-        cispo_loss(logp, old, A, mask, eps_low=1.5)
+    with pytest.raises(ValueError, match="eps_max must be a finite number > 0"):
+        cispo_loss(logp, old, A, mask, eps_max=0.0)
+    with pytest.raises(TypeError):
+        cispo_loss(logp, old, A, mask, eps_low=0.2)
     with pytest.raises(ValueError, match=r"logp must be shaped \(B, T\)"):
         cispo_loss(logp[0], old[0], A, mask[0])

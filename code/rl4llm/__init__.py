@@ -53,7 +53,7 @@ _LAZY = {
     "evaluation": ("greedy_accuracy",),
     "trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
     "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
-    "trl_knobs": ("knob_table", "trl_config_kwargs"),
+    "trl_knobs": ("cispo_trl_kwargs", "knob_table", "trl_config_kwargs"),
     "trl_parity": ("compare_losses",),
     # Part V: every estimator against the exact gradient, and where the KL goes (chapter 17)
     "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),

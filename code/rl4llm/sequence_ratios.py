@@ -12,7 +12,9 @@ coefficient c_t is set by the ``WEIGHTINGS``:
     "gspo"         c_t = s = exp(mean_s ln rho_s)          GSPO's ratio (``grpo.sequence_ratio``)
     "token_clip"   c_t = rho_t, 0 where the clip binds     PPO's clipped surrogate (``ppo_clip.clip_binds``)
     "gspo_clip"    c_t = s, 0 on every token where it binds for s   GSPO's sequence-level clip
-    "cispo"        c_t = clip(rho_t, 1 - eps_low, 1 + eps_high), never 0   CISPO's detached weight
+    "cispo"        c_t = min(rho_t, eps_max), never 0       CISPO's detached, capped weight
+                                                           (``cispo.cispo_loss``; its ``eps_high`` here is the
+                                                           absolute cap eps_max, as TRL's ``epsilon_high``)
 
 Every weighting sums over tokens (the constant ``dr_grpo`` aggregation, times the length cap), so that
 only the weight differs between them; GSPO's own loss also divides by |a|, a length normaliser whose
@@ -42,8 +44,9 @@ from .toy_grpo import TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, TWO_STEP_NEXT, two_
 
 WEIGHTINGS = ("sequence_is", "token", "gspo", "token_clip", "gspo_clip", "cispo")
 #: The clip widths of the chapter: PPO's 0.2 for token ratios, GSPO's paper's 3e-4 / 4e-4 for its
-#: sequence ratio (which sits far closer to 1), CISPO's 0.2 / 0.28 (DAPO's clip-higher widths).
-TOKEN_EPS, GSPO_EPS, CISPO_EPS = (0.2, 0.2), (3e-4, 4e-4), (0.2, 0.28)
+#: sequence ratio (which sits far closer to 1), and CISPO's cap: 1.28, MiniMax-M1's clip from above at
+#: DAPO's clip-higher width 0.28, no lower bound (TRL: ``epsilon_high=1.28``; TRL and ScaleRL use 5).
+TOKEN_EPS, GSPO_EPS, CISPO_MAX = (0.2, 0.2), (3e-4, 4e-4), 1.28
 #: The longest digit chain that the chapter enumerates (5^6 = 15625 answers).
 CHAIN_MAX_EXACT = 6
 
@@ -159,7 +162,9 @@ def two_step_sequences(steps: int = 1, lr: float = 1.0) -> SequenceTask:
 def _clip_settings(weighting, eps_low, eps_high) -> tuple[float, float]:
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-    default = {"gspo_clip": GSPO_EPS, "cispo": CISPO_EPS}.get(weighting, TOKEN_EPS)
+    default = {"gspo_clip": GSPO_EPS, "cispo": (None, CISPO_MAX)}.get(weighting, TOKEN_EPS)
+    if weighting == "cispo" and eps_low is not None:
+        raise ValueError(f"eps_low must be None for cispo, whose cap eps_high is one-sided, got {eps_low!r}")
     low = default[0] if eps_low is None else clip_width(eps_low, "eps_low")
     high = default[1] if eps_high is None else real_in_range(eps_high, "eps_high", 0.0, np.inf, low_open=True,
                                                              high_open=True)
@@ -180,7 +185,7 @@ def token_coefficients(logp, logp_old, mask, advantages, weighting: str, eps_low
     elif weighting == "token_clip":
         c = np.where(clip_binds_mask(rho, A, eps_low, eps_high), 0.0, rho)
     elif weighting == "cispo":
-        c = np.clip(rho, 1 - eps_low, 1 + eps_high)
+        c = np.minimum(rho, eps_high)
     else:
         s = sequence_ratio(logp, logp_old, mask)[:, None] * np.ones_like(rho)
         c = np.where(clip_binds_mask(s, A, eps_low, eps_high), 0.0, s) if weighting == "gspo_clip" else s
@@ -209,7 +214,8 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
     ``bias`` and ``bias_norm``, ``relative_bias`` |bias| / |grad J|, ``variance`` E_old|X - E X|^2,
     ``mean_squared_error`` and ``zero_share``: the expected share of tokens whose gradient is 0 because
     the clip binds (tokens of answers with A = 0 excluded from the count, as they carry no gradient under
-    any weighting). Clip widths default to ``TOKEN_EPS``, ``GSPO_EPS`` or ``CISPO_EPS``."""
+    any weighting). Clip widths default to ``TOKEN_EPS`` or ``GSPO_EPS``, CISPO's cap (``eps_high``) to
+    ``CISPO_MAX``."""
     task = _check_task(task)
     low, high = _clip_settings(weighting, eps_low, eps_high)
     p_old = task.probs_old

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import torch
 
-from ._checks import integer_at_least
+from ._checks import integer_at_least, positive_real
 from .grpo import group_advantages
 from .hf_plumbing import quiet
 from .model import GPT
@@ -76,6 +76,15 @@ FIXED = {
     "steps_per_generation": 1,
     "optim": "adamw_torch",              # the book's torch AdamW (TRL's default is its fused variant)
 }
+
+
+def cispo_trl_kwargs(eps_max: float = 5.0) -> dict:
+    """The ``trl.GRPOConfig`` fields of CISPO with the cap ``eps_max`` (chapter 18; ``rl4llm.cispo``):
+    ``loss_type="cispo"`` and ``epsilon_high=eps_max``, the cap itself, since TRL 1.16 computes the
+    weight as ``clamp(coef_1, max=epsilon_high)`` (a clip-higher width such as DAPO's 0.28 would cap
+    every weight at 0.28). TRL's ``epsilon`` (the lower width) plays no part in CISPO's loss."""
+    cap = positive_real(eps_max, "eps_max")
+    return {"loss_type": "cispo", "epsilon_high": cap}
 
 
 def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, num_processes: int = 1) -> dict:
