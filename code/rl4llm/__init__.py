@@ -60,6 +60,7 @@ _LAZY = {
     "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),
     "length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
+    "sequence_kl": ("sequence_kl_gradients",),
     # Part V: sequence-level ratios, dynamic sampling and pass@k (chapter 18)
     "sequence_ratios": ("WEIGHTINGS", "chain_sequences", "reweighted_moments", "sample_chain", "sample_reweighted",
                         "two_step_sequences"),
