@@ -65,3 +65,20 @@ def test_by_hand_values_from_the_library():
     dapo = estimate_of_group(task, group, "group_mean", "dapo", 3)
     assert np.allclose(dapo, 0.3 * task.scores[group[0]] - 0.3 * task.scores[group[1]])
     assert np.isclose(SPECS["ex-ch17-dapo-weight"].value, 0.3)
+
+
+@pytest.mark.parametrize("exercise, wrong, says", [
+    ("ex-ch18-draws", 1.923, "that is 1 / P(flat)"),
+    ("ex-ch17-dapo-weight", 0.6, "the advantage is missing"),
+    ("ex-ch17-k2", 0.18, "squares the difference of the probabilities"),
+    ("ex-ch19-bytes", 54e9, "that is in bytes"),
+    ("ex-ch19-kv", 7516192768, "that is in bytes"),
+    ("ex-ch19-decode", 0.0042, "that is in seconds"),
+    ("ex-ch20-opsm-kl", 1, "that is the mask's value"),
+])
+def test_the_slips_issue_33_names_get_their_diagnosis(exercise, wrong, says):
+    """Each slip a close read found the checks missing now gets its own message."""
+    from rl4llm.exercises import check
+
+    said = check(exercise, wrong)
+    assert said.startswith("Not yet:") and says in said, said

@@ -24,7 +24,7 @@ def test_every_listed_mistake_gets_its_own_message(exercise, mistake):
 
 @pytest.mark.parametrize("exercise", CHAPTER_18)
 def test_the_value_passes_text_is_refused_and_the_answer_key_holds_it(exercise):
-    assert len(SPECS[exercise].mistakes) == 4
+    assert len(SPECS[exercise].mistakes) >= 4
     assert check(exercise, SPECS[exercise].value).startswith("Correct:")
     assert check(exercise, "abc") == MALFORMED and exercise in answer_key()
 

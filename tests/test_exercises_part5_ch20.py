@@ -15,9 +15,9 @@ CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl")
 
 
 @pytest.mark.parametrize("exercise", CHAPTER_20)
-def test_each_by_hand_check_knows_its_answer_and_four_mistakes(exercise):
+def test_each_by_hand_check_knows_its_answer_and_at_least_four_mistakes(exercise):
     spec = SPECS[exercise]
-    assert EXERCISES[exercise] == 20 and len(spec.mistakes) == 4
+    assert EXERCISES[exercise] == 20 and len(spec.mistakes) >= 4
     verdicts = [check(exercise, wrong) for wrong, _ in spec.mistakes]
     assert verdicts == [f"Not yet: {explanation}." for _, explanation in spec.mistakes]
     assert check(exercise, spec.value).startswith("Correct:") and check(exercise, "abc") == MALFORMED

@@ -39,7 +39,10 @@ def _k2_mistakes() -> tuple[tuple[float, str], ...]:
         (_X ** 2, "the factor 1/2 is missing: k2 = (ln(pi / pi_ref))^2 / 2"),
         (_X, "that is k1 = ln(pi / pi_ref) itself; k2 squares it and halves it"),
         (math.exp(-_X) + _X - 1, "that is k3 = pi_ref / pi - ln(pi_ref / pi) - 1; k2 = (ln(pi / pi_ref))^2 / 2"),
-        (math.log10(TOKEN_PI / TOKEN_REF) ** 2 / 2, "that uses log10; the book's logs are natural (ln)"),
+        # (log10 4)^2 / 2 = 0.1812 and (0.8 - 0.2)^2 / 2 = 0.18 fall within the tolerance of each other
+        (math.log10(TOKEN_PI / TOKEN_REF) ** 2 / 2, "that uses log10, or squares the difference of the "
+                                                    "probabilities (0.18): k2 squares the difference of the natural "
+                                                    "logs, ln pi - ln pi_ref"),
     )
 
 
@@ -79,6 +82,7 @@ def _dapo_mistakes() -> tuple[tuple[float, str], ...]:
         (A / n, "the factor L_max is missing: the weight asked for is L_max times A / sum_j |o_j|"),
         (A * DAPO_CAP / DAPO_LENGTHS[1], "that divides by the OTHER answer's length; dapo divides by the sum of "
                                           "every answer's length, 3 + 2"),
+        (DAPO_CAP / n, "the advantage is missing: L_max / sum_j |o_j| multiplies A = +1/2"),
     )
 
 
@@ -137,6 +141,7 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9, optimizer="sgd"), "AdamW's two fp32 moments are missing (8 bytes a parameter)"),
         (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
                                                    "the moments and the reference come on top"),
+        (_state_gb(3e9) * 1e9, "that is in bytes; the question asks for GB (10^9 bytes)"),
     )
 
 
@@ -161,6 +166,7 @@ def _kv_mistakes() -> tuple[tuple[float, str], ...]:
                                 "(grouped-query attention)"),
         (_kv_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
         (_kv_gb(precision="fp32"), "bf16 takes 2 bytes a number, not 4"),
+        (_kv_gb() * 1e9, "that is in bytes; the question asks for GB (10^9 bytes)"),
     )
 
 
@@ -173,6 +179,7 @@ def _decode_mistakes() -> tuple[tuple[float, str], ...]:
         (_decode_ms(weight_bytes=1), "a bf16 weight is 2 bytes, not 1"),
         (_decode_ms() + flops_ms, "the reads and the FLOPs overlap: the step takes the larger of the two, not "
                                   "their sum"),
+        (_decode_ms() / 1e3, "that is in seconds; the question asks for milliseconds"),
     )
 
 
@@ -303,6 +310,8 @@ def _draws_mistakes() -> tuple[tuple[float, str], ...]:
         (flat, "that is P(flat) itself; a kept group costs 1 / (1 - P(flat)) draws on average"),
         (1 - flat, "that is P(a group is kept); the number of draws per kept group is its inverse"),
         (G / (1 - flat), "that counts answers (G per group); the question asks for groups"),
+        (1 / flat, "that is 1 / P(flat); a group is kept with probability 1 - P(flat), so a kept group costs "
+                   "1 / (1 - P(flat)) draws"),
     )
 
 
@@ -392,6 +401,8 @@ def _opsm_mistakes() -> tuple[tuple[float, str], ...]:
                                       "log-probability gaps (a k1 estimate of the KL)"),
         (float(np.mean(np.abs(np.log(-np.array(OPSM_ENGINE)) - np.log(-np.array(OPSM_POLICY))))),
          "that compares the logs of the log-probabilities; subtract the log-probabilities themselves"),
+        (1.0, "that is the mask's value (1: the sequence is kept); the question asks for the measure the mask "
+              "compares with delta, the mean of log pi_samp - log pi_theta over the tokens"),
     )
 
 

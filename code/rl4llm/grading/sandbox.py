@@ -58,7 +58,8 @@ class Grade:
     seconds: float
 
 
-def _constants() -> dict:
+def toy_constants() -> dict:
+    """The toy's constants an exercise may import from ``rl4llm`` (a building block of the sandbox)."""
     from .. import toy
     from ..verifier import EOS_MARKER
     return {"LOGITS": toy.LOGITS, "REWARDS": toy.REWARDS, "CORRECT": toy.CORRECT, "VOCAB": list(toy.VOCAB),
@@ -80,7 +81,7 @@ def _write_job(folder: Path, exercise_id: str, source: str, function: str) -> li
     by_hand = isinstance(spec, NumericExercise)
     calls = [] if by_hand else spec.calls()
     allowed = allowed_helpers(exercise_id)
-    constants = {k: v for k, v in _constants().items() if k in allowed}
+    constants = {k: v for k, v in toy_constants().items() if k in allowed}
     job = {"source": source, "function": function, "answer": by_hand, "output": None if by_hand else spec.output,
            "allowed": allowed, "max_output": KEPT_OUTPUT,
            "constants": {name: encode(value, folder, f"const_{name}") for name, value in constants.items()},
