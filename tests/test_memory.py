@@ -159,6 +159,39 @@ def test_generation_seconds_against_a_step_by_step_loop():
     assert generation_seconds(psi, n, P, T, flops_per_second=F, bandwidth=W, kv_bytes_per_token=kv) == pytest.approx(loop())
 
 
+def test_the_kv_cache_limits_how_many_sequences_decode_at_once():
+    """64 sequences of 512 + 4096 tokens with Llama-2-7B's cache (0.5 MiB a token) need 154.6 GB; an 80 GB
+    GPU holding 14 GB of bf16 weights fits 27 of them, so they decode in waves of 27, 27 and 10, each wave
+    the same as a separate call; Qwen2.5-7B's grouped-query cache (4 KV heads, 56 KiB a token) fits 249."""
+    from rl4llm.step_time import concurrent_sequences
+
+    F, W, M = 0.4 * H100_SXM["bf16_flops"], H100_SXM["memory_bandwidth"], H100_SXM["memory_bytes"]
+    llama, qwen = kv_bytes_per_token(32, 32, 128), kv_bytes_per_token(28, 4, 128)
+    assert llama == 2 ** 19 and qwen == 57344 and 64 * 4608 * llama / 1e9 == pytest.approx(154.6, abs=0.05)
+    assert concurrent_sequences(7e9, M, 4608, llama) == math.floor((80e9 - 14e9) / (4608 * llama)) == 27
+    assert concurrent_sequences(7e9, M, 4608, qwen) == 249
+
+    def one(n, **kw):
+        return generation_seconds(7e9, n, 512, 4096, flops_per_second=F, bandwidth=W, kv_bytes_per_token=llama, **kw)
+    assert one(64, memory_bytes=M) == pytest.approx(2 * one(27) + one(10))
+    assert one(64, memory_bytes=M) > one(64)                  # the unlimited batch was impossible, and faster
+    assert one(20, memory_bytes=M) == one(20)                 # all fit: one wave
+    with pytest.raises(ValueError, match="memory_bytes"):
+        one(4, memory_bytes=14.5e9)
+    with pytest.raises(ValueError, match="context_length"):
+        concurrent_sequences(7e9, M, 0, llama)
+
+
+def test_grouped_query_rollout_at_60_percent_bandwidth_outlasts_training():
+    """Chapter 19's step (64 prompts x G = 8 over 8 sampling GPUs, 512 + 4096 tokens): with Qwen2.5-7B's
+    KV shape and 60% of the datasheet's bandwidth, decoding takes 48.8 s; training on 8 GPUs 41.7 s."""
+    F, W, M = 0.4 * H100_SXM["bf16_flops"], H100_SXM["memory_bandwidth"], H100_SXM["memory_bytes"]
+    rollout = generation_seconds(7e9, 64, 512, 4096, flops_per_second=F, bandwidth=0.6 * W,
+                                 kv_bytes_per_token=kv_bytes_per_token(28, 4, 128), memory_bytes=M)
+    train = training_seconds(7e9, 512 * 4608, F, gpus=8)
+    assert round(rollout, 1) == 48.8 and round(train, 1) == 41.7
+
+
 def test_decoding_is_bound_by_bandwidth_at_small_batches():
     """Each step reads the weights once, whatever the batch: one sequence or 64 take the same time per token
     while the weights dominate, until 2 Psi n / F overtakes Psi b / W at n = F b / (2 W) (295 on an H100)."""

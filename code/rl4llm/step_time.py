@@ -10,7 +10,10 @@ With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per secon
   decoding step adds one token to every sequence on the GPU and must read all the weights (Psi b bytes)
   and every sequence's KV cache once, whatever the batch, while it computes 2 Psi FLOPs per sequence:
   a step takes max((Psi b + KV bytes) / W, 2 Psi n / F) (the roofline), so at small batches decoding is
-  bound by memory bandwidth, not by FLOPs.
+  bound by memory bandwidth, not by FLOPs. W is the bandwidth a decoding step sustains, a fraction of
+  the datasheet's. The KV caches must fit beside the weights: with M bytes of GPU memory at most
+  ``concurrent_sequences`` = floor((M - Psi b) / ((P + T) kv)) sequences decode at once, and a larger
+  batch decodes in waves of that many, one after the other.
 - **weight sync** ``weight_sync_seconds``: Psi b bytes over a link of B bytes/s.
 - **scheduling** ``schedule``: with rollout R, training T and sync S seconds a step,
   synchronous: R + T + S, the sampler idle while the trainer works and back (staleness 0);
@@ -44,19 +47,42 @@ def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwar
     return (TRAIN_FLOPS + FORWARD_FLOPS * e) * psi * n / (F * integer_at_least(gpus, "gpus", 1))
 
 
+def concurrent_sequences(n_params, memory_bytes, context_length, kv_bytes_per_token, *, weight_bytes=2) -> int:
+    """floor((M - Psi b) / (context kv)): how many sequences of ``context_length`` tokens keep their KV
+    caches beside the weights in ``memory_bytes`` of GPU memory (chapter 19). ValueError if not one."""
+    psi, M, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (memory_bytes, "memory_bytes"),
+                                                         (weight_bytes, "weight_bytes")))
+    per_sequence = integer_at_least(context_length, "context_length", 1) * integer_at_least(
+        kv_bytes_per_token, "kv_bytes_per_token", 1)
+    fit = math.floor((M - psi * b) / per_sequence)
+    if fit < 1:
+        raise ValueError(f"memory_bytes must hold the weights ({psi * b:.4g} bytes) and one sequence's KV cache "
+                         f"({per_sequence:.4g} bytes), got {M:.4g}")
+    return fit
+
+
+def _decode(psi, n, P, T, F, W, b, kv) -> float:
+    """One batch of n sequences: prefill, then T decoding steps, each the larger of reads and FLOPs."""
+    context = P + np.arange(T)                                              # tokens cached before step t
+    memory = (psi * b + n * context * kv) / W
+    compute = FORWARD_FLOPS * psi * n / F
+    return float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * n * P / F)
+
+
 def generation_seconds(n_params, sequences, prompt_length, completion_length, *, flops_per_second, bandwidth,
-                       weight_bytes=2, kv_bytes_per_token=0) -> float:
+                       weight_bytes=2, kv_bytes_per_token=0, memory_bytes=None) -> float:
     """Prefill, then one decoding step per completion token for ``sequences`` sequences on one GPU:
-    sum over steps t of max((Psi b + n (P + t) kv) / W, 2 Psi n / F), plus 2 Psi n P / F for the prompts."""
+    sum over steps t of max((Psi b + n (P + t) kv) / W, 2 Psi n / F), plus 2 Psi n P / F for the prompts.
+    ``bandwidth`` W is what decoding sustains. With ``memory_bytes`` (and a KV cache), the sequences
+    decode in waves of at most :func:`concurrent_sequences`, one after the other."""
     psi, F, W, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (flops_per_second,
                     "flops_per_second"), (bandwidth, "bandwidth"), (weight_bytes, "weight_bytes")))
     n, P, T = (integer_at_least(x, name, low) for x, name, low in ((sequences, "sequences", 1),
                (prompt_length, "prompt_length", 0), (completion_length, "completion_length", 1)))
     kv = integer_at_least(kv_bytes_per_token, "kv_bytes_per_token", 0)
-    context = P + np.arange(T)                                              # tokens cached before step t
-    memory = (psi * b + n * context * kv) / W
-    compute = FORWARD_FLOPS * psi * n / F
-    return float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * n * P / F)
+    fit = n if memory_bytes is None or kv == 0 else concurrent_sequences(psi, memory_bytes, P + T, kv, weight_bytes=b)
+    waves = [fit] * (n // fit) + ([n % fit] if n % fit else [])
+    return sum(_decode(psi, wave, P, T, F, W, b, kv) for wave in waves)
 
 
 def weight_sync_seconds(n_params, bandwidth, *, weight_bytes=2) -> float:
