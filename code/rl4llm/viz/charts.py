@@ -224,7 +224,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                notes_per_line: int = 2, readout_per_line: int | None = None, errors: Mapping[str, str] | None = None,
                colors: Sequence[str] | None = None, styles: Sequence[str] | None = None,
                log_x: bool = False, log_y: bool = False, ydomain: Sequence[float] | None = None,
-               xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS):
+               xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS,
+               readout: Sequence[str] | None = None):
     """A line chart of ``compute(**params)`` (one row of values over ``x`` per name of ``series``) bound
     to ``sliders``, the grid of ``compute``'s parameters. A NaN leaves a point out (a series defined on
     part of ``x`` only).
@@ -238,7 +239,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     ``notes(**params)``: numbers printed over the plot at each setting (name to value; whole numbers
     print as such), ``notes_per_line`` to a line. ``styles``: per series
     a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours). ``decimals``:
-    kept in the stored data (fewer for a large grid of noisy numbers).
+    kept in the stored data (fewer for a large grid of noisy numbers). ``readout``: the series whose
+    values at the marker are printed (default all; a series of single marked points has none there).
     """
     import altair as alt
 
@@ -324,7 +326,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                       .transform_calculate(label=f"datum.series + {vega_string(f' at {marker.label} = ')} + "
                                                  f"format({marker.name}, '{marker.fmt}') + ': ' + "
                                                  f"format(datum.value, '{fmt}')"))
-        values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)]
+        values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)
+                  if readout is None or s in readout]
         step = readout_per_line or len(values)
         lines += [(near, " + ', ' + ".join(values[i:i + step])) for i in range(0, len(values), step)]
     first_row = f"isValid(datum.n0)" if names else "true"
