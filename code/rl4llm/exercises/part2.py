@@ -181,9 +181,10 @@ def _hand_group_mistakes() -> tuple[tuple[float, str], ...]:
         (float(_group_std_scaled(LOGITS, _HAND_GROUP, REWARDS)[_FOUR]),
          "the advantages are divided by the group's std (GRPO's (r - rbar) / std, chapter 13): here the "
          "advantage is the plain r_i - rbar, 0.75 for the 5 and -0.25 for each 4 and the 0"),
-        (value / 2, "that counts only one of the two 4s: each sample of 4 adds its advantage -0.25 to the logit "
-                    "of 4 (the -pi(4) terms of the four samples cancel, as the advantages sum to 0), so the "
-                    "estimate is (1/4)(-0.25 - 0.25)"),
+        (value / 2, "that is one sample's worth, -0.25/4: it counts only one of the two 4s (or it is the entry "
+                    "of 0, sampled once). Each sample of 4 adds its advantage -0.25 to the logit of 4 (the "
+                    "-pi(4) terms of the four samples cancel, as the advantages sum to 0), so the estimate "
+                    "is (1/4)(-0.25 - 0.25)"),
     )
 
 
