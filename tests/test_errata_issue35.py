@@ -97,3 +97,29 @@ def test_trl_knobs_optim_is_unfused_while_the_trainer_runs_fused_adamw():
 
     from rl4llm import trainer
     assert "fused=True" in inspect.getsource(trainer.GRPOTrainer.__init__)
+
+
+# ----------------------------------------------------------------------------- chapter 15's stored grid as a chart
+def test_chapter_15_grid_chart_is_live_over_every_stored_run():
+    """The playground's kernel-free twin: a Vega-Lite chart whose two rows of buttons pick a cell of the grid,
+    stored with every cell's evaluations (digits depend on the machine; the structure does not)."""
+    import json
+    from pathlib import Path
+
+    from rl4llm.grid_study import GRID_COLUMNS, GRID_LRS, GRID_STEPS, lr_label
+    from rl4llm.viz.charts import MIME_TYPE
+    cells = json.loads((Path(__file__).resolve().parents[1] / "book" / "15_tiny_transformer.ipynb").read_text())["cells"]
+    stored = [o["data"][MIME_TYPE] for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+              if MIME_TYPE in o.get("data", {})]
+    assert len(stored) == 1
+    spec = stored[0]
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["row"]["bind"]["options"] == [lr_label(lr) for lr in GRID_LRS] and params["row"]["value"] == "lr=1e-03"
+    assert params["col"]["bind"]["options"] == list(GRID_COLUMNS) and params["col"]["value"] == "G=8"
+    runs = spec["layer"][1]["data"]["values"]
+    cells_seen = {(r["row"], r["col"]) for r in runs}
+    assert cells_seen == {(lr_label(lr), c) for lr in GRID_LRS for c in GRID_COLUMNS}
+    for cell in cells_seen:
+        steps = sorted(r["step"] for r in runs if (r["row"], r["col"]) == cell)
+        assert steps == list(range(0, GRID_STEPS + 1, 10))
+    assert all(r["step"] <= GRID_STEPS for r in spec["layer"][0]["data"]["values"])

@@ -177,8 +177,8 @@ def _with_a_separate_sampler(fields):
 def chapter15_config() -> GRPOConfig:
     """The configuration of chapter 15's run, defined once: chapter 15 trains with it and chapter 16's
     knob table shows it. It differs from the defaults of :class:`GRPOConfig` in three knobs: 300
-    steps, the learning rate annealed linearly to 0 (a decay from step 0 times the warmup's ramp: the lr
-    peaks at 0.937 of ``lr``, at step 20), and flat groups left out of the loss batch."""
+    steps, the learning rate annealed linearly toward 0 (a decay from step 0 times the warmup's ramp: the
+    lr peaks at 0.937 of ``lr``, at step 20, and ends at 1/300 of it), and flat groups left out of the loss batch."""
     return GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True)
 
 
