@@ -139,8 +139,8 @@ def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(
     """The advantages come from r - beta sum_t k1 (as TRL computes advantages from the reward it optimises),
     so a group is flat, and dropped, only when that shaped reward is equal across it: a group of equal
     scores whose KLs differ still has advantages, and stays in the loss batch."""
-    config = GRPOConfig(**TINY, beta=0.5, kl_placement="reward", kl_estimator="k1", lr=1e-2,
-                        drop_zero_variance=True)
+    config = GRPOConfig(**{**TINY, "prompts_per_step": 16}, beta=0.5, kl_placement="reward", kl_estimator="k1",
+                        lr=1e-2, drop_zero_variance=True)     # 16 prompts: some group all wrong on any CPU
     trainer = GRPOTrainer(warm, AdditionTask(seed=0), config)
     trainer.train(2, progress=False)
     batch = trainer.rollout()
@@ -153,7 +153,7 @@ def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(
     assert bool((raw_flat & informative).any())          # equal scores, unequal KLs: kept
     expected = group_advantages(shaped.numpy()).reshape(-1)[informative.numpy()]
     np.testing.assert_allclose(batch.advantages.numpy(), expected, atol=1e-5)
-    np.testing.assert_allclose(batch.ref_logp.numpy(), ref[informative].numpy(), atol=1e-6)
+    np.testing.assert_allclose(batch.ref_logp.numpy(), ref[informative].numpy(), rtol=1e-6, atol=1e-5)
 
 
 def test_trl_named_metrics_and_aliases(warm):
