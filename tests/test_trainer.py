@@ -329,6 +329,7 @@ def test_learning_rate_warms_up_then_anneals_to_zero(warm):
     peak = max(range(config.steps), key=lambda u: lr_factor(u, config.warmup_steps, config.steps, config.anneal_lr))
     assert peak == 19 and round(lr_factor(peak, config.warmup_steps, config.steps, True), 3) == 0.937
     assert lr_factor(config.steps - 1, config.warmup_steps, config.steps, True) == pytest.approx(1 / 300)   # last step
+    assert lr_factor(config.steps, config.warmup_steps, config.steps, True) == 0.0     # zero one step after the last
     constant = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=100, warmup_steps=0, device="cpu"))
     assert {constant._lr_factor(u) for u in range(101)} == {1.0}
 
