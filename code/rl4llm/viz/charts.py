@@ -215,7 +215,7 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
 
 
 #: How each series of a line chart is drawn: a line (solid, dashed, dotted: its dash pattern) or points.
-LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None}
+LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None, "ring": None}
 
 
 def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
@@ -298,8 +298,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                                                         **({"domain": list(ydomain)} if ydomain else {})))
     colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colors),
                        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=WIDTH))
-    lined = [(s, st) for s, st in zip(series, styles) if st != "points"]
+    lined = [(s, st) for s, st in zip(series, styles) if LINE_STYLES[st] is not None]
     dotted = [s for s, st in zip(series, styles) if st == "points"]
+    ringed = [s for s, st in zip(series, styles) if st == "ring"]      # a larger open circle: seen around a dot
     layers = []
     if lined:
         layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=[s for s, _ in lined]))
@@ -309,6 +310,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     if dotted:
         layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=dotted))
                       .mark_point(filled=True, size=30, aria=False).encode(x=xs, y=ys, color=colour))
+    if ringed:
+        layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=ringed))
+                      .mark_point(filled=False, size=130, strokeWidth=2.5, aria=False).encode(x=xs, y=ys, color=colour))
     for name, what in errors.items():
         i = series.index(name)
         layers.append(base.transform_filter(f"isValid(datum.s{i}) && isFinite(datum.s{i})").transform_calculate(

@@ -415,7 +415,7 @@ def baseline_chart():
     return line_chart(curve, [OFFSET], x=b, marker=BASELINE, notes=notes, log_y=True,
                       ydomain=[0.5, 3000], series=["variance ÷ the mean baseline's", "b = mean reward J",
                                                    "b = b* (optimal)"],
-                      styles=["solid", "points", "points"], colors=[PALETTE["blue"], CORRECT_COLOR, "black"],
+                      styles=["solid", "ring", "points"], colors=[PALETTE["blue"], CORRECT_COLOR, "black"],
                       readout=["variance ÷ the mean baseline's"],
                       xlabel="baseline b (reward units)", ylabel="total variance ÷ that at b = J",
                       headline="the valley sits at the grader's mean reward", fmt=".3f")
