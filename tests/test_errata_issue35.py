@@ -123,3 +123,10 @@ def test_chapter_15_grid_chart_is_live_over_every_stored_run():
         steps = sorted(r["step"] for r in runs if (r["row"], r["col"]) == cell)
         assert steps == list(range(0, GRID_STEPS + 1, 10))
     assert all(r["step"] <= GRID_STEPS for r in spec["layer"][0]["data"]["values"])
+
+
+def test_chapter_8_chart_the_mean_and_the_optimum_move_together_with_the_offset():
+    """The chart's note: J and b* shift by the offset alike, so they stay 0.2 and 0.2324 apart as for 0/1."""
+    from rl4llm.viz.part2 import OFFSET
+    gaps = {round(optimal_baseline(LOGITS, REWARDS + o) - expected_reward(LOGITS, REWARDS + o), 9) for o in OFFSET.values}
+    assert gaps == {round(43 / 185 - 0.2, 9)}
