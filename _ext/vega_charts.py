@@ -90,6 +90,8 @@ STYLE_CSS = """.vega-chart { margin: 0.5em 0 1em; max-width: 100%; }
 .vega-chart .vega-bind-name { min-width: 3.2em; font-weight: 600; }
 .vega-chart .vega-bind input[type=range] { width: min(16em, 55vw); }
 .vega-chart .vega-bind input[type=range] + span { font-variant-numeric: tabular-nums; }
+.vega-chart .vega-bind-radio { display: inline-flex; flex-wrap: wrap; align-items: center; margin-left: 0.5em; }
+.vega-chart .vega-bind-radio label { display: inline; margin: 0 0.9em 0 0.25em; }
 """
 
 _HIDDEN = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;"

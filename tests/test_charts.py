@@ -271,7 +271,9 @@ def test_a_line_chart_with_moving_points_stores_each_settings_own_x_its_error_ba
 
 
 # ----------------------------------------------------------------------------- chapters 3 and 5-9
-from rl4llm import REWARDS, estimator_variance, expected_reward, training_curves  # noqa: E402
+from functools import lru_cache  # noqa: E402
+
+from rl4llm import REWARDS, estimator_variance, expected_reward, optimal_baseline, training_curves  # noqa: E402
 from rl4llm.estimators import jhat_study  # noqa: E402
 from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
 from rl4llm.statistics import t_quantile  # noqa: E402
@@ -283,19 +285,59 @@ from rl4llm.toy_grpo import grpo_slider_run  # noqa: E402
 from rl4llm.viz import part1, part2, part3, part3_grpo  # noqa: E402
 
 
+@lru_cache(maxsize=1)
+def _seed_pool():
+    """Chapter 6's one study: 128 runs; the chart at n shows its first n (never a fresh set of n)."""
+    return seed_study(128, seed=0, G=4, lr=1.0, steps=10)["finals"]
+
+
+def _first(n_seeds):
+    finals = _seed_pool()[:n_seeds]
+    return finals, finals.mean(), finals.std(ddof=1) / math.sqrt(n_seeds)
+
+
 def _seeds(n_seeds):
-    s = seed_study(n_seeds, seed=0, G=4, lr=1.0, steps=10)
-    half = t_quantile(0.975, n_seeds - 1) * s["standard_error"]
+    finals, mean, se = _first(n_seeds)
+    half = t_quantile(0.975, n_seeds - 1) * se
     ends = np.full(n_seeds, np.nan)
     ends[[0, -1]] = 1.0                                   # the mean and the interval: their two ends
-    return np.arange(1, n_seeds + 1), [s["finals"], s["mean"] * ends, (s["mean"] - half) * ends,
-                                       (s["mean"] + half) * ends]
+    return np.arange(1, n_seeds + 1), [finals, mean * ends, (mean - half) * ends, (mean + half) * ends]
+
+
+def _seed_errors():
+    n = np.arange(2, 129)
+    sigma = seed_study(4096, seed=1, G=4, lr=1.0, steps=10)["std"]
+    return n, [sigma / np.sqrt(n), [_first(int(k))[2] for k in n]]
+
+
+def test_the_seeds_chart_adds_runs_to_one_study():
+    """More seeds extend the same runs: the chart's points at n are the first n of its points at n + 1."""
+    rows = chart_rows(part2.seeds_chart().to_dict())
+    runs = {n: [row["s0"] for row in rows if row["n_seeds"] == n] for n in (2, 8, 9, 128)}
+    assert runs[8] == runs[9][:8] == runs[128][:8] and runs[2] == runs[128][:2]
+
+
+def _baseline_x():
+    """The slider's b, and every grader's mean reward J and optimal b* (the chart marks both)."""
+    marks = [f(LOGITS, REWARDS + offset) for offset in part2.OFFSET.values for f in (expected_reward, optimal_baseline)]
+    return np.unique(np.round(np.r_[part2.BASELINE.values, marks], 10))
 
 
 def _baseline(offset):
-    r = REWARDS + offset
-    at_mean = estimator_variance(LOGITS, r, expected_reward(LOGITS, r))
-    return part2.BASELINE.values, [[estimator_variance(LOGITS, r, b) / at_mean for b in part2.BASELINE.values]]
+    r, b = REWARDS + offset, _baseline_x()
+    mean, best = expected_reward(LOGITS, r), optimal_baseline(LOGITS, r)
+    ratio = np.array([estimator_variance(LOGITS, r, x) for x in b]) / estimator_variance(LOGITS, r, mean)
+    return b, [ratio, np.where(np.isclose(b, mean, rtol=0, atol=1e-9), ratio, np.nan),
+               np.where(np.isclose(b, best, rtol=0, atol=1e-9), ratio, np.nan)]
+
+
+def test_the_baseline_chart_marks_the_mean_and_the_optimum_of_every_grader():
+    rows = chart_rows(part2.baseline_chart().to_dict())
+    for offset in (0.0, 0.25, 10.0):
+        at = [row for row in rows if row["offset"] == offset]
+        (mean,) = [row["x"] for row in at if row["s1"] == row["s1"]]          # not NaN: the one marked point
+        (best,) = [row["x"] for row in at if row["s2"] == row["s2"]]
+        assert mean == pytest.approx(offset + 0.2, abs=1e-6) and best == pytest.approx(offset + 43 / 185, abs=1e-6)
 
 
 def _learning(G, lr):
@@ -324,6 +366,8 @@ LINE_CHARTS = {
                        {"G": 64}, {"G"}, {"G": 4}),
     "06_monte_carlo/seeds": (part2.seeds_chart, [part2.N_SEEDS], None, _seeds, {"n_seeds": 127}, {"n_seeds"},
                              {"n_seeds": 8}),
+    "06_monte_carlo/seed_errors": (part2.seeds_error_chart, [], part2.N_SEEDS, _seed_errors, {"n_seeds": 127},
+                                   {"n_seeds"}, {"n_seeds": 8}),
     "07_score_function": (part2.steps_chart, [], part2.STEP_LR,
                           lambda: (part2.STEP_LR.values, [rl_and_sft_steps(part2.STEP_LR.values)[k][:, CORRECT]
                                                           for k in ("pi_rl", "pi_sft")]),

@@ -124,7 +124,8 @@ BY_HAND = {
     # id: (right answers in several forms, {wrong answer: key words of its message})
     "ex-ch10-weight": (["5/3", 5 / 3, "1.667", "1.6667"],
                        {"3/5": ["upside down"], 2: ["softmax's sum", "10 -> 12"], "0.5108": ["log-ratio"],
-                        "1/3": ["pi_new(5) itself"]}),
+                        "1/3": ["pi_new(5) itself"], "0.8333": ["every OTHER answer", "2 x 10/12"],
+                        1.6: ["2 x (1 - 0.2)", "grows from 10 to 12"]}),
     "ex-ch11-negative": ([-0.4, "-0.4", "-2/5", "-.4"],
                          {-0.3: ["wrong side", "1 - eps = 0.8"], 0.4: ["sign is flipped"],
                           "-0.6": ["upper edge"]}),
@@ -134,9 +135,11 @@ BY_HAND = {
     "ex-ch13-advantage": ([0.3015, "0.3015", "0.30151"],
                           {"0.2611": ["ddof=1"], "1.2060": ["baseline is missing"], 0.125: ["std is missing"],
                            "0.7273": ["variance"], "-0.3015": ["sign is flipped"]}),
-    "ex-ch14-trl-advantage": ([1.4997, "1.4997", "1.49970", "1.5"],
-                              {"1.7321": ["ddof=0", "G - 1 = 3"], 2: ["baseline is missing"],
-                               "0.75": ["std is missing"], 3: ["variance 0.25"], "-1.4997": ["sign is flipped"]}),
+    "ex-ch14-trl-advantage": ([1.4997, "1.4997", "1.49970", "1.4998"],
+                              {"1.5": ["without TRL's eps", "0.5001"],
+                               "1.7321": ["ddof=0", "G - 1 = 3"], "1.7317": ["ddof=0"], 2: ["baseline is missing"],
+                               "1.9996": ["baseline is missing"], "0.75": ["std is missing"], 3: ["variance 0.25"],
+                               "-1.4997": ["sign is flipped"], "-1.5": ["sign is flipped"]}),
 }
 
 

@@ -135,6 +135,27 @@ def test_kl_in_the_reward_shapes_the_advantages(warm):
     np.testing.assert_allclose(batch.ref_logp.numpy(), ref.numpy(), atol=1e-6)
 
 
+def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(warm):
+    """The advantages come from r - beta sum_t k1 (as TRL computes advantages from the reward it optimises),
+    so a group is flat, and dropped, only when that shaped reward is equal across it: a group of equal
+    scores whose KLs differ still has advantages, and stays in the loss batch."""
+    config = GRPOConfig(**{**TINY, "prompts_per_step": 16}, beta=0.5, kl_placement="reward", kl_estimator="k1",
+                        lr=1e-2, drop_zero_variance=True)     # 16 prompts: some group all wrong on any CPU
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config)
+    trainer.train(2, progress=False)
+    batch = trainer.rollout()
+    with torch.no_grad():
+        ref, _ = completion_logprobs(trainer.reference, batch.rollout.tokens, batch.rollout.prompt_len)
+    shaped = batch.rewards - 0.5 * ((batch.rollout.logp - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
+    informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(4)
+    raw_flat = (batch.rewards.amax(dim=1) == batch.rewards.amin(dim=1)).repeat_interleave(4)
+    assert torch.equal(batch.informative, informative) and torch.equal(batch.keep, informative)
+    assert bool((raw_flat & informative).any())          # equal scores, unequal KLs: kept
+    expected = group_advantages(shaped.numpy()).reshape(-1)[informative.numpy()]
+    np.testing.assert_allclose(batch.advantages.numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(batch.ref_logp.numpy(), ref[informative].numpy(), rtol=1e-6, atol=1e-5)
+
+
 def test_trl_named_metrics_and_aliases(warm):
     trainer = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY, inner_steps=2, lr=1e-2)).train(progress=False)
     m = trainer.metrics

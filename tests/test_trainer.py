@@ -9,7 +9,7 @@ import torch
 from rl4llm.model import GPT, GPTConfig
 from rl4llm.tasks import AdditionTask
 from rl4llm.evaluation import greedy_accuracy
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, compare_over_seeds, resolve_device
+from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config, compare_over_seeds, lr_factor, resolve_device
 from rl4llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
                               warm_start)
 
@@ -261,6 +261,23 @@ def test_dropping_zero_variance_groups_skips_an_uninformative_batch(warm):
     assert same_parameters(trainer.policy, model)
 
 
+def test_the_schedule_steps_once_per_outer_step_when_every_group_is_dropped(warm, recwarn):
+    """A flat batch skips the update but not the schedule: after n outer steps the scheduler has taken n
+    steps, the logged lr is the schedule's value at each step (never NaN), and torch's "scheduler before
+    optimizer" warning stays out of the reader's cell."""
+    model = fresh(warm)
+    with torch.no_grad():   # every reward 0, every group flat, as above
+        model.ln_f.weight.zero_()
+        model.ln_f.bias.copy_(20 * model.wte.weight[TASK.tokenizer.eos_id] / model.wte.weight[TASK.tokenizer.eos_id].norm())
+    config = GRPOConfig(steps=3, prompts_per_step=4, group_size=4, drop_zero_variance=True, warmup_steps=2,
+                        anneal_lr=True, lr=1e-2, device="cpu")
+    trainer = GRPOTrainer(model, TASK, config).train(progress=False)
+    assert trainer.metrics["zero_variance_share"] == [1.0, 1.0, 1.0]
+    assert trainer.scheduler.last_epoch == 3
+    assert trainer.metrics["learning_rate"] == [1e-2 * lr_factor(u, 2, 3, True) for u in range(3)]
+    assert not any("lr_scheduler.step()" in str(w.message) for w in recwarn)
+
+
 def test_nan_weights_stop_training_naming_step_and_quantity_and_keep_the_checkpoint(warm, tmp_path):
     trainer = run(warm, 2)
     path = tmp_path / "ckpt.pt"
@@ -307,6 +324,12 @@ def test_learning_rate_warms_up_then_anneals_to_zero(warm):
     factors = [trainer._lr_factor(u) for u in range(101)]
     assert factors[0] == pytest.approx(1 / 20) and factors[19] == pytest.approx(1 - 19 / 100)
     assert factors[50] == pytest.approx(0.5) and factors[100] == 0.0
+    # the warmup multiplies the decay from update 0: chapter 15's run peaks at 1 - 19/300 = 0.937 of its lr
+    config = chapter15_config()
+    peak = max(range(config.steps), key=lambda u: lr_factor(u, config.warmup_steps, config.steps, config.anneal_lr))
+    assert peak == 19 and round(lr_factor(peak, config.warmup_steps, config.steps, True), 3) == 0.937
+    assert lr_factor(config.steps - 1, config.warmup_steps, config.steps, True) == pytest.approx(1 / 300)   # last step
+    assert lr_factor(config.steps, config.warmup_steps, config.steps, True) == 0.0     # zero one step after the last
     constant = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=100, warmup_steps=0, device="cpu"))
     assert {constant._lr_factor(u) for u in range(101)} == {1.0}
 

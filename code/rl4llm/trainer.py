@@ -25,6 +25,7 @@ import copy
 import math
 import os
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -57,9 +58,10 @@ class GRPOConfig:
     group_size: int = 8             # G, completions per prompt
     inner_steps: int = 1            # K, gradient steps on each sampled batch
     lr: float = 1e-3
-    warmup_steps: int = 20          # linear warmup of the learning rate over this many outer steps (the K
-                                    # updates of one outer step share its lr), then constant
-    anneal_lr: bool = False         # after warmup, decay the learning rate linearly to 0 at outer step `steps`
+    warmup_steps: int = 20          # linear warmup: the lr factor is min(1, (u + 1) / warmup_steps) at outer
+                                    # step u (from 0; the K updates of one outer step share its lr)
+    anneal_lr: bool = False         # multiply that factor by the linear decay 1 - u / steps, from u = 0 (not
+                                    # after warmup): the peak is below 1, e.g. 0.937 at u = 19 of 300
     weight_decay: float = 0.0
     grad_clip: float = 1.0          # max global gradient norm
     eps_low: float = 0.2            # clip range [1 - eps_low, 1 + eps_high]
@@ -175,7 +177,8 @@ def _with_a_separate_sampler(fields):
 def chapter15_config() -> GRPOConfig:
     """The configuration of chapter 15's run, defined once: chapter 15 trains with it and chapter 16's
     knob table shows it. It differs from the defaults of :class:`GRPOConfig` in three knobs: 300
-    steps, the learning rate annealed to 0 after warmup, and flat groups left out of the loss batch."""
+    steps, the learning rate annealed linearly toward 0 (a decay from step 0 times the warmup's ramp: the
+    lr peaks at 0.937 of ``lr``, at step 20, and ends at 1/300 of it), and flat groups left out of the loss batch."""
     return GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True)
 
 
@@ -220,7 +223,10 @@ def prompt_indices(n_prompts: int, prompts_per_step: int, seed: int, step: int) 
 def lr_factor(update: int, warmup_steps: int, steps: int, anneal_lr: bool) -> float:
     """The learning rate's multiplier at scheduler update ``update`` (counted from 0; chapter 15):
     min(1, (u + 1) / W) for a warmup over W updates (1 when W = 0), times max(0, 1 - u / steps) with
-    ``anneal_lr``, a linear decay to 0 at update ``steps``."""
+    ``anneal_lr``, a linear decay to 0 at update ``steps``. The two multiply from update 0 on (the
+    decay does not wait for the warmup to end), so with ``anneal_lr`` the factor peaks below 1, at
+    u = W - 1: (1 - (W - 1) / steps), 0.937 for W = 20 and 300 steps. The trainer steps its scheduler
+    once per outer step, flat-and-dropped batches included, so u is the outer step."""
     factor = min(1.0, (update + 1) / warmup_steps) if warmup_steps else 1.0
     if anneal_lr:
         factor *= max(0.0, 1.0 - update / max(steps, 1))
@@ -309,7 +315,7 @@ class GRPOTrainer:
     ``metrics`` holds one value per outer step for each of :data:`METRICS`, under TRL 1.16's names and
     with TRL's meaning (chapter 19 reads a run from them): ``reward`` and ``reward_std`` (mean and
     sample std of every sampled reward), ``frac_reward_zero_std`` (share of groups whose rewards are
-    all equal), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3
+    all equal: the rewards the advantages come from, shaped by the KL with ``kl_placement="reward"``), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3
     KL to the warm start on the loss batch, times the ratio with ``use_bias_correction_kl``; NaN when
     not measured), the clip ratios (``clip_ratio/low_mean``, ``/high_mean``, ``/region_mean``,
     ``/low_min``, ``/high_max``: see :func:`rl4llm.grpo.grpo_loss`), ``completions/mean_length``,
@@ -397,19 +403,24 @@ class GRPOTrainer:
         scores = task.rewards(pairs, rollout.completions.cpu().numpy())
         rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device)
         rewards = rewards.view(-1, G)
-        informative = (rewards.amax(dim=1) > rewards.amin(dim=1)).repeat_interleave(G)
-        keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
-        in_reward = cfg.kl_placement == "reward" and cfg.beta > 0
-        scored = torch.ones_like(keep) if in_reward else keep      # the rows that need log pi_ref
-        ref_logp = None
-        if (cfg.beta > 0 or cfg.log_kl) and bool(scored.any()):
+        shaped, ref_logp = rewards, None
+        if cfg.kl_placement == "reward" and cfg.beta > 0:
+            # classic RLHF-PPO: r_i - beta sum_t k1_it, k1 = log pi_old / pi_ref of each sampled token
             with torch.no_grad():
-                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[scored],
-                                                  rollout.prompt_len, cfg.temperature, G)
-        shaped = rewards
-        if in_reward:     # classic RLHF-PPO: r_i - beta sum_t k1_it, k1 = log pi_old / pi_ref of each sampled token
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens, rollout.prompt_len,
+                                                  cfg.temperature, G)
             k1 = KL_ESTIMATORS["k1"](ref_logp - rollout.logp) * rollout.mask
-            shaped, ref_logp = rewards - cfg.beta * k1.sum(dim=1).view(-1, G), ref_logp[keep]
+            shaped = rewards - cfg.beta * k1.sum(dim=1).view(-1, G)
+        # a group is flat when the reward its advantages come from is (as in TRL): the shaped one when the KL
+        # is in the reward, where equal scores with unequal KLs still teach (lower the KL)
+        informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(G)
+        keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
+        if ref_logp is not None:
+            ref_logp = ref_logp[keep]
+        elif (cfg.beta > 0 or cfg.log_kl) and bool(keep.any()):
+            with torch.no_grad():
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep],
+                                                  rollout.prompt_len, cfg.temperature, G)
         advantages = group_advantages(shaped, scale=cfg.scale_rewards).view(-1)
         trainer_logp = weights = None
         if self.sampler is not None and bool(keep.any()):    # the trainer rescores what the engine drew, as TRL does
@@ -426,16 +437,25 @@ class GRPOTrainer:
     def update(self, batch: Batch) -> dict:
         """Step 5: K clipped inner steps on the same batch. Returns the diagnostics: the K steps' mean
         loss, gradient norm, clip fraction and ratio; entropy and KL before the first step."""
-        if not len(batch.tokens):     # every group was flat and dropped: nothing to learn from
-            return with_aliases(dict.fromkeys(UPDATE_METRICS, math.nan)) | {"clip_fraction_per_inner_step": []}
         learning_rate = self.optimizer.param_groups[0]["lr"]          # the rate these K steps take
+        if not len(batch.tokens):     # every group was flat and dropped: nothing to learn from, but the
+            self._step_scheduler()    # schedule still advances, so that update u is outer step u
+            return with_aliases(dict.fromkeys(UPDATE_METRICS, math.nan) | {"learning_rate": learning_rate}) | {
+                "clip_fraction_per_inner_step": []}
         inner = [self.inner_step(batch, k) for k in range(self.config.inner_steps)]
-        self.scheduler.step()
+        self._step_scheduler()
         means = {key: float(np.mean([s[key] for s in inner]))
                  for key in ("loss", "grad_norm", *CLIP_METRICS, "ratio")}
         return with_aliases(means) | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
                                       "learning_rate": learning_rate,
                                       "clip_fraction_per_inner_step": [s["clip_ratio/region_mean"] for s in inner]}
+
+    def _step_scheduler(self) -> None:
+        """One scheduler step per outer step. When the first outer steps dropped every group, the optimizer
+        has not stepped yet; torch then warns that the scheduler steps first, which is intended here."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before")
+            self.scheduler.step()
 
     def inner_step(self, batch: Batch, k: int) -> dict:
         """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config), gradient clipped."""

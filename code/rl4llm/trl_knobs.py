@@ -74,7 +74,9 @@ FIXED = {
     "activation_checkpointing": False,   # TRL default True (as gradient_checkpointing, renamed in transformers 5)
     "gradient_accumulation_steps": 1,    # the book takes one gradient step on the whole batch
     "steps_per_generation": 1,
-    "optim": "adamw_torch",              # the book's torch AdamW (TRL's default is its fused variant)
+    "optim": "adamw_torch",              # torch's AdamW in its foreach (unfused) kernels; TRL's default is
+                                         # adamw_torch_fused, the fused kernel the book's trainer runs (fused=True):
+                                         # the same update, rounded differently
 }
 
 

@@ -99,7 +99,10 @@ class NumericExercise:
 
     @property
     def correct_message(self) -> str:
-        return f"{CORRECT} {self.quantity} is {self.value:.4g} (answers within ±{self.tolerance:g} count)."
+        digits = 4       # 4 significant digits, more where those would round off more than half the tolerance
+        while abs(float(f"{self.value:.{digits}g}") - self.value) > self.tolerance / 2 and digits < 12:
+            digits += 1
+        return f"{CORRECT} {self.quantity} is {self.value:.{digits}g} (answers within ±{self.tolerance:g} count)."
 
     @property
     def wrong_message(self) -> str:
@@ -259,7 +262,8 @@ def _common_factor(outputs, expected) -> float | None:
         if o.shape != e.shape or not np.any(np.abs(e) > 1e-9):
             return None
         k = np.argmax(np.abs(e))
-        ratios.append(o.flat[k] / e.flat[k])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # inf / inf: no warning in the
+            ratios.append(o.flat[k] / e.flat[k])                             # student's cell; c is then NaN
     c = ratios[0]
     if not math.isfinite(c) or abs(c - 1) < 1e-9 or abs(c) < 1e-12:
         return None

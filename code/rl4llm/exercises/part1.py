@@ -13,7 +13,7 @@ import numpy as np
 
 from ..distributions import cross_entropy, decode_probs, entropy, kl_divergence, sequence_probability, softmax
 from ..gradients import sft_gradient
-from ..toy import CORRECT, LOGITS
+from ..toy import CORRECT, LOGITS, VOCAB
 from ..two_step import two_spellings
 from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
@@ -95,6 +95,9 @@ def _cold_mistakes() -> tuple[tuple[float, str], ...]:
         (float(_PI[CORRECT] ** 3), "π(5)³ = 0.008 is not normalised: cube every probability (or weight), "
          "then divide by their sum"),
         (float(_PI[CORRECT]), "that is π(5) at T = 1; the temperature changes it"),
+        (float(softmax(LOGITS, 1 / 3)[VOCAB.index("4")]),
+         "that is P(4) = 64/82, the answer the cold temperature favours; P(5) is the weight of 5, 2³ = 8, over "
+         "the same sum 82"),
     )
 
 
@@ -237,6 +240,9 @@ def _noisy_label_mistakes() -> tuple[tuple[float, str], ...]:
         (float(-np.log(_NOISY @ _PI)), "that is the surprise of the average probability, -ln(0.5 × 0.4 + "
                                        "0.5 × 0.2): the cross-entropy averages the surprises, "
                                        "0.5 (-ln 0.4) + 0.5 (-ln 0.2)"),
+        (float(-np.log(_PI[_NOISY > 0]).sum()),
+         "that adds the two surprises, -ln 0.4 - ln 0.2: the cross-entropy weights each by its label's share "
+         "p = 0.5, so it is their average, 0.5 (-ln 0.4) + 0.5 (-ln 0.2)"),
     )
 
 
@@ -286,14 +292,16 @@ def _distribution_pair(rng):
 
 
 def _kl_cases() -> list[tuple]:
-    """The toy (a one-hot label: zeros in p), random pairs, then the edges: p with zeros, p and q both
+    """The toy (a one-hot label: zeros in p), chapter 5's data against the toy's pi (H(p) > 0: catches
+    the cross-entropy returned for the KL, equal on a one-hot p), random pairs, then the edges: p with zeros, p and q both
     zero on a token, q zero where p is not (inf), and p = q (0)."""
     rng = np.random.default_rng(5)
     p_zero = np.array([0.3, 0.0, 0.5, 0.0, 0.2])
     both_zero = np.array([0.25, 0.0, 0.35, 0.4]), np.array([0.5, 0.0, 0.2, 0.3])
     q_zero = np.array([0.2, 0.3, 0.0, 0.5]), np.array([0.4, 0.0, 0.1, 0.5])
-    return toy_and_random(_distribution_pair, 3)() + [
-        (p_zero, rng.dirichlet(np.ones(5))), both_zero, q_zero, (p_zero, p_zero)]
+    toy, *random_pairs = toy_and_random(_distribution_pair, 3)()
+    # right after the toy, chapter 5's spread-out data: H(p) > 0 there, so the cross-entropy is not the KL
+    return [toy, (_DATA, _PI), *random_pairs, (p_zero, rng.dirichlet(np.ones(5))), both_zero, q_zero, (p_zero, p_zero)]
 
 
 @_ignoring_float_warnings
@@ -311,6 +319,9 @@ def _kl_skipping_zeros(p, q):
 _REVERSE = ("the arguments are swapped: that is the reverse KL(q || p) = Σ q ln(q / p), weighted by q. The "
             "forward KL(p || q) = Σ p ln(p / q) is weighted by p, the first argument (the data, in SFT)")
 _KL_MISTAKES = (
+    ("that is the cross-entropy CE(p, q) = -Σ p ln q = H(p) + KL(p || q): on the toy's one-hot label H(p) = 0, "
+     "so the two agree there, but not on a spread-out p such as chapter 5's data (0.05, 0.05, 0.8, 0.05, 0.05). "
+     "The KL also has p's own ln p: Σ p ln(p / q)", lambda p, q: cross_entropy(np.asarray(p, float), np.asarray(q, float))),
     (_REVERSE, lambda p, q: kl_divergence(q, p)),
     (_REVERSE, lambda p, q: _kl_naive(q, p)),
     ("the log is base 2 (bits): the book's KL is in nats, with the natural log np.log",

@@ -178,7 +178,25 @@ def _hand_group_mistakes() -> tuple[tuple[float, str], ...]:
         (float(leave_one_out_gradient(LOGITS, _HAND_GROUP, REWARDS)[_FOUR]),
          "that is the leave-one-out (RLOO) estimate, G/(G-1) = 4/3 times the group-mean one; here the "
          "baseline is the mean of all four rewards, rbar = 0.25"),
+        (float(_group_std_scaled(LOGITS, _HAND_GROUP, REWARDS)[_FOUR]),
+         "the advantages are divided by the group's std (GRPO's (r - rbar) / std, chapter 13): here the "
+         "advantage is the plain r_i - rbar, 0.75 for the 5 and -0.25 for each 4 and the 0"),
+        (value / 2, "that is one sample's worth, -0.25/4: it counts only one of the two 4s (or it is the entry "
+                    "of 0, sampled once). Each sample of 4 adds its advantage -0.25 to the logit of 4 (the "
+                    "-pi(4) terms of the four samples cancel, as the advantages sum to 0), so the estimate "
+                    "is (1/4)(-0.25 - 0.25)"),
     )
+
+
+def _group_std_scaled(z, samples, r):
+    """The group-mean estimate with GRPO's std-scaled advantages (r_i - rbar) / std (ddof 0) in place of
+    the plain r_i - rbar: chapter 13's advantage where chapter 9's is asked for."""
+    pi = softmax(z)
+    y = np.asarray(samples)
+    rewards = np.asarray(r, dtype=float)[y]
+    std = rewards.std()
+    advantages = (rewards - rewards.mean()) / (std if std > 0 else 1.0)
+    return (advantages[:, None] * (np.eye(pi.size)[y] - pi)).mean(axis=0)
 
 
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
@@ -243,6 +261,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         ("the baseline is missing: the weights are the advantages r_i - rbar, rbar the group's mean "
          "reward, not the rewards r_i", _group_no_baseline),
         ("that is the sum over the group; the estimate is the mean, (1/G) times the sum", _group_sum),
+        ("the advantages are divided by the group's std, as GRPO does (chapter 13): the weights here are the "
+         "plain advantages r_i - rbar", _group_std_scaled),
         ("that is the leave-one-out (RLOO) baseline, the mean of the OTHER rewards, which gives G/(G-1) "
          "times the estimate; here the baseline is the mean of all G rewards, r_i included",
          lambda z, y, r: leave_one_out_gradient(z, y, r)),

@@ -78,6 +78,12 @@ def _weight_mistakes() -> tuple[tuple[float, str], ...]:
         (float(np.log(rho)), "that is ln rho(5), the log-ratio; exponentiate it"),
         (float(softmax(BOOSTED_LOGITS)[CORRECT]),
          "that is pi_new(5) itself; the ratio divides it by pi_old(5) = 0.2"),
+        (float(importance_ratios(BOOSTED_LOGITS, LOGITS)[0]),
+         "10/12 = 5/6 is the ratio of every OTHER answer: their e^z stay, the sum grows from 10 to 12. The "
+         "e^z of 5 doubled as well, so rho(5) = 2 x 10/12"),
+        (1.6, "1.6 is neither 5/3 rounded (1.667, to three decimals) nor 2 x 10/12: if you took 2 x (1 - 0.2), "
+              "the normaliser does not lose pi_old(5)'s share, it grows from 10 to 12 (e^z of 5: 2 -> 4), so "
+              "rho(5) = 2 x 10/12 = 5/3"),
     )
 
 
@@ -274,20 +280,32 @@ TRL_GROUP, TRL_EPS = np.array([1.0, 0.0, 0.0, 0.0]), 1e-4
 
 
 def _trl_advantage_mistakes() -> tuple[tuple[float, str], ...]:
+    """Each slip with TRL's eps = 1e-4 and without it (by hand one often drops it): the answer's tolerance,
+    1e-4, is finer than the eps's effect (3e-4 at the right value), so both values are named."""
     r, trl = TRL_GROUP, float(_std_advantages(TRL_GROUP, 1, "outside", TRL_EPS)[0])
-    return (
-        (float(_std_advantages(r, 0, "outside", TRL_EPS)[0]),
+    slips = (
+        (lambda eps: float(_std_advantages(r, 0, "outside", eps)[0]),
          "that uses the population std (ddof=0, divide by G = 4), the book's default; TRL uses the sample std: "
          "divide the squared deviations by G - 1 = 3"),
-        (float(r[0] / (r.std(ddof=1) + TRL_EPS)), "the baseline is missing: subtract the group's mean reward 0.25 "
-                                                  "from r = 1 before dividing by the std"),
-        (float(r[0] - r.mean()), "the division by the group's std is missing: that is r - mean (Dr. GRPO's "
-                                 "scale=False); divide by the sample std, 0.5"),
-        (float((r[0] - r.mean()) / r.var(ddof=1)), "that divides by the sample variance 0.25; divide by its square "
-                                                   "root, the std 0.5"),
-        (-trl, "the sign is flipped: the advantage is r - mean, and the right answer is above the group's mean "
-               "0.25, so it is positive"),
+        (lambda eps: float(r[0] / (r.std(ddof=1) + eps)),
+         "the baseline is missing: subtract the group's mean reward 0.25 from r = 1 before dividing by the std"),
+        (lambda eps: float(r[0] - r.mean()),
+         "the division by the group's std is missing: that is r - mean (Dr. GRPO's scale=False); divide by the "
+         "sample std, 0.5"),
+        (lambda eps: float((r[0] - r.mean()) / r.var(ddof=1)),
+         "that divides by the sample variance 0.25; divide by its square root, the std 0.5"),
+        (lambda eps: -float(_std_advantages(r, 1, "outside", eps)[0]),
+         "the sign is flipped: the advantage is r - mean, and the right answer is above the group's mean "
+         "0.25, so it is positive"),
     )
+    mistakes = [(float((r[0] - r.mean()) / r.std(ddof=1)),
+                 "that is 0.75 / 0.5 without TRL's eps: TRL divides by the sample std plus 1e-4, 0.75 / 0.5001")]
+    for slip, explanation in slips:
+        for eps in (TRL_EPS, 0.0):
+            if all(abs(slip(eps) - wrong) > 1e-12 for wrong, _ in mistakes):
+                mistakes.append((slip(eps), explanation))
+    assert trl not in (wrong for wrong, _ in mistakes)
+    return tuple(mistakes)
 
 
 SPECS: dict[str, FunctionExercise | NumericExercise] = {
@@ -309,7 +327,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         float(_std_advantages(PARTIAL_CREDIT_GROUP, 0, "outside")[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
     "ex-ch14-trl-advantage": NumericExercise(
         14, "TRL's advantage of the right answer in the group (1, 0, 0, 0)",
-        float(_std_advantages(TRL_GROUP, 1, "outside", TRL_EPS)[0]), 5e-4, _trl_advantage_mistakes()),
+        # within 1e-4: 1.5 (the eps left out) is 3e-4 away and is named as a mistake
+        float(_std_advantages(TRL_GROUP, 1, "outside", TRL_EPS)[0]), 1e-4, _trl_advantage_mistakes()),
     "group_advantages": FunctionExercise(13, group_advantages, _advantage_cases, (
         ("the std uses ddof=1 (the sample std, TRL's choice) even when ddof=0 is asked for; the book's "
          "default is ddof=0, the population std", lambda r, scale=True, ddof=0, eps=1e-8: _advantages(r, scale, 1, eps)),

@@ -215,7 +215,7 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
 
 
 #: How each series of a line chart is drawn: a line (solid, dashed, dotted: its dash pattern) or points.
-LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None}
+LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None, "ring": None}
 
 
 def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
@@ -224,7 +224,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                notes_per_line: int = 2, readout_per_line: int | None = None, errors: Mapping[str, str] | None = None,
                colors: Sequence[str] | None = None, styles: Sequence[str] | None = None,
                log_x: bool = False, log_y: bool = False, ydomain: Sequence[float] | None = None,
-               xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS):
+               xdomain: Sequence[float] | None = None, fmt: str = ".4f", decimals: int = DECIMALS,
+               readout: Sequence[str] | None = None):
     """A line chart of ``compute(**params)`` (one row of values over ``x`` per name of ``series``) bound
     to ``sliders``, the grid of ``compute``'s parameters. A NaN leaves a point out (a series defined on
     part of ``x`` only).
@@ -238,7 +239,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     ``notes(**params)``: numbers printed over the plot at each setting (name to value; whole numbers
     print as such), ``notes_per_line`` to a line. ``styles``: per series
     a key of ``LINE_STYLES``; ``colors``: per series (default: the book's line colours). ``decimals``:
-    kept in the stored data (fewer for a large grid of noisy numbers).
+    kept in the stored data (fewer for a large grid of noisy numbers). ``readout``: the series whose
+    values at the marker are printed (default all; a series of single marked points has none there).
     """
     import altair as alt
 
@@ -296,8 +298,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                                                         **({"domain": list(ydomain)} if ydomain else {})))
     colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=colors),
                        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=WIDTH))
-    lined = [(s, st) for s, st in zip(series, styles) if st != "points"]
+    lined = [(s, st) for s, st in zip(series, styles) if LINE_STYLES[st] is not None]
     dotted = [s for s, st in zip(series, styles) if st == "points"]
+    ringed = [s for s, st in zip(series, styles) if st == "ring"]      # a larger open circle: seen around a dot
     layers = []
     if lined:
         layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=[s for s, _ in lined]))
@@ -307,6 +310,9 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     if dotted:
         layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=dotted))
                       .mark_point(filled=True, size=30, aria=False).encode(x=xs, y=ys, color=colour))
+    if ringed:
+        layers.append(folded.transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=ringed))
+                      .mark_point(filled=False, size=130, strokeWidth=2.5, aria=False).encode(x=xs, y=ys, color=colour))
     for name, what in errors.items():
         i = series.index(name)
         layers.append(base.transform_filter(f"isValid(datum.s{i}) && isFinite(datum.s{i})").transform_calculate(
@@ -324,7 +330,8 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
                       .transform_calculate(label=f"datum.series + {vega_string(f' at {marker.label} = ')} + "
                                                  f"format({marker.name}, '{marker.fmt}') + ': ' + "
                                                  f"format(datum.value, '{fmt}')"))
-        values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)]
+        values = [f"{json.dumps(s + ' = ')} + format(datum.{k}, '{fmt}')" for k, s in zip(keys, series)
+                  if readout is None or s in readout]
         step = readout_per_line or len(values)
         lines += [(near, " + ', ' + ".join(values[i:i + step])) for i in range(0, len(values), step)]
     first_row = f"isValid(datum.n0)" if names else "true"

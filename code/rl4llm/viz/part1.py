@@ -343,7 +343,7 @@ def training_curves_chart():
 
     def notes(lr):
         c = training_curves(lr, TRAINING_STEPS)
-        return {'RL P("05") peak': c["rl_05"].max(), "at step": int(np.argmax(c["rl_05"])),
+        return {'RL P("05") highest': c["rl_05"].max(), "at step": int(np.argmax(c["rl_05"])),   # the last at lr 0.1
                 'end: RL P("05")': c["rl_05"][-1], "SFT": c["sft_05"][-1]}
 
     return line_chart(curves, [TRAINING_LR], x=np.arange(TRAINING_STEPS + 1), notes=notes, log_y=True,

@@ -97,7 +97,7 @@ def draw_seeds(fig, n_seeds: int, seed: int = 0) -> None:
     (12.7 at n = 2, 3.18 at n = 4), and "+- 2 SE" would be too narrow.
     """
     n_seeds = int(n_seeds)
-    study = seed_study(n_seeds, seed=seed, **SEED_RUN)
+    study = first_runs(n_seeds, seed)
     sigma = reference_spread(seed + 1)
     half_width = t_quantile(0.975, n_seeds - 1) * study["standard_error"]
     a = kept(fig, _seeds_axes)
@@ -327,14 +327,28 @@ def jhat_chart(p: float = 0.2, n_groups: int = JHAT_GROUPS, seed: int = 0):
                       headline="the lumps merge into a bell around 0.2")
 
 
-def seeds_chart(seed: int = 0):
-    """Chapter 6: the final pi(5) of n identical runs (``seed_study``), their mean and its 95% t interval
-    (mean +- t_{0.975, n-1} SE), for every n of ``N_SEEDS``; the spread and the standard error printed."""
-    def study(n_seeds):
-        return seed_study(n_seeds, seed=seed, **SEED_RUN)
+def first_runs(n_seeds: int, seed: int = 0) -> dict:
+    """The first ``n_seeds`` runs of ONE study of ``N_SEEDS.stop`` runs (``seed_study``), as ``seed_study``
+    summarises them: more seeds add runs to the same ones, never draw a fresh set (chapter 6's chart
+    and figure)."""
+    finals = _seed_pool(seed)[:int(n_seeds)]
+    std = float(finals.std(ddof=1))
+    return {"finals": finals, "mean": float(finals.mean()), "std": std, "standard_error": std / np.sqrt(len(finals))}
 
+
+@functools.lru_cache(maxsize=4)
+def _seed_pool(seed: int) -> np.ndarray:
+    finals = seed_study(int(N_SEEDS.stop), seed=seed, **SEED_RUN)["finals"]
+    finals.setflags(write=False)
+    return finals
+
+
+def seeds_chart(seed: int = 0):
+    """Chapter 6: the final pi(5) of the first n runs of one study (``first_runs``), their mean and its
+    95% t interval (mean +- t_{0.975, n-1} SE), for every n of ``N_SEEDS``; the spread and the standard
+    error printed."""
     def rows(n_seeds):
-        s = study(n_seeds)
+        s = first_runs(n_seeds, seed)
         half = t_quantile(0.975, n_seeds - 1) * s["standard_error"]
         level = np.full(n_seeds, np.nan)        # a level line needs its two ends only
         level[[0, -1]] = 1.0
@@ -342,7 +356,7 @@ def seeds_chart(seed: int = 0):
                                            (s["mean"] + half) * level]
 
     def notes(n_seeds):
-        s = study(n_seeds)
+        s = first_runs(n_seeds, seed)
         return {"spread": s["std"], "SE of the mean": s["standard_error"], "t": t_quantile(0.975, n_seeds - 1)}
 
     return line_chart(rows, [N_SEEDS], x=None, notes=notes, ydomain=[0.2, 1.0],
@@ -353,25 +367,56 @@ def seeds_chart(seed: int = 0):
                       headline="more seeds narrow the mean's interval, not the runs' spread")
 
 
+def seeds_error_chart(seed: int = 0):
+    """Chapter 6, the figure's right panel: the standard error of the mean of the first n runs of the
+    same study as ``seeds_chart`` against n, beside sigma / sqrt(n) (sigma: ``reference_spread(seed + 1)``,
+    4096 other runs), on log axes; the slider's n marked."""
+    n = N_SEEDS.values
+    sigma = reference_spread(seed + 1)
+    errors = [first_runs(int(k), seed)["standard_error"] for k in n]
+    return line_chart(lambda: [sigma / np.sqrt(n), errors], [], x=n, marker=N_SEEDS, log_x=True, log_y=True,
+                      series=["σ/√n", "SE of the first n runs"], styles=["solid", "points"],
+                      colors=[PALETTE["blue"], PALETTE["vermillion"]], ydomain=[0.005, 0.1],
+                      xlabel="number of seeds n", ylabel="standard error of the mean",
+                      headline="4x the runs, half the error")
+
+
 #: Chapter 8's grader offset (rewards offset / offset + 1): 0 to 10 in steps of 0.25, opening at 10.
 OFFSET = Slider("offset", "offset", 0.0, 10.0, 0.25, 10.0)
 #: Chapter 8's baseline b (the marker): -1 to 11 in steps of 0.1 (as the live slider had), opening at 0.
 BASELINE = Slider("b", "b", -1.0, 11.0, 0.1, 0.0, fmt=".1f")
 
 
+def baseline_points() -> np.ndarray:
+    """The b of chapter 8's chart: the slider's positions, and the mean reward J and the optimum b* of
+    every grader offset, so that the chart's J and b* markers sit exactly where they are."""
+    marks = [variance_curve(LOGITS, REWARDS, offset, [0.0])[key] for offset in OFFSET.values
+             for key in ("mean", "optimal")]
+    return np.unique(np.round(np.r_[BASELINE.values, marks], 10))
+
+
 def baseline_chart():
     """Chapter 8: the total variance of (r + offset - b) score(y) against b (``variance_curve``) as a
-    multiple of the mean baseline's, for every offset of ``OFFSET``; the slider's b marked."""
+    multiple of the mean baseline's, for every offset of ``OFFSET``; the mean reward J and the optimal
+    b* of that grader marked on the curve, and the slider's b marked."""
+    b = baseline_points()
+
     def curve(offset):
-        c = variance_curve(LOGITS, REWARDS, offset, BASELINE.values)
-        return [c["variance"] / c["variance_mean"]]
+        c = variance_curve(LOGITS, REWARDS, offset, b)
+        ratio = c["variance"] / c["variance_mean"]
+        at_mean, at_optimal = (np.where(np.isclose(b, c[key], rtol=0, atol=1e-9), ratio, np.nan)
+                               for key in ("mean", "optimal"))
+        return [ratio, at_mean, at_optimal]
 
     def notes(offset):
-        c = variance_curve(LOGITS, REWARDS, offset, BASELINE.values)
+        c = variance_curve(LOGITS, REWARDS, offset, b)
         return {"mean reward J": c["mean"], "best b*": c["optimal"]}
 
-    return line_chart(curve, [OFFSET], x=BASELINE.values, marker=BASELINE, notes=notes, log_y=True,
-                      ydomain=[0.5, 3000], series=["variance ÷ the mean baseline's"], colors=[PALETTE["blue"]],
+    return line_chart(curve, [OFFSET], x=b, marker=BASELINE, notes=notes, log_y=True,
+                      ydomain=[0.5, 3000], series=["variance ÷ the mean baseline's", "b = mean reward J",
+                                                   "b = b* (optimal)"],
+                      styles=["solid", "ring", "points"], colors=[PALETTE["blue"], CORRECT_COLOR, "black"],
+                      readout=["variance ÷ the mean baseline's"],
                       xlabel="baseline b (reward units)", ylabel="total variance ÷ that at b = J",
                       headline="the valley sits at the grader's mean reward", fmt=".3f")
 
@@ -411,7 +456,7 @@ def learning_chart():
     # 3 decimals: a thousandth of the y axis, far under the band's Monte Carlo spread; the 992 settings'
     # curves are most of the page's weight, which stays under the 1.5 MB gzipped budget this way
     return line_chart(band, [LEARNING_G, LEARNING_LR], x=np.arange(LEARNING_STEPS + 1), notes=notes,
-                      ydomain=[0, 1], decimals=3,
+                      ydomain=[0, 1], decimals=3, fmt=".3f",      # printed as stored: 3 decimals
                       series=[f"median of {LEARNING_SEEDS} runs", "10% of runs", "90% of runs", "zero-signal share"],
                       styles=["solid", "dotted", "dotted", "dashed"],
                       colors=[CORRECT_COLOR, CORRECT_COLOR, CORRECT_COLOR, PALETTE["grey"]],

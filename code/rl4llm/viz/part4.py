@@ -107,6 +107,48 @@ def draw_grid(fig, grid: dict, baseline: dict) -> None:
     fig.suptitle("Break it: a high learning rate collapses the policy, G = 2 starves it")
 
 
+def grid_chart(grid: dict, baseline: dict):
+    """The grid of stored playground runs as a live chart (chapter 15): two rows of buttons pick a cell,
+    (row value, column value) of ``grid`` (``(row_label, col_label)`` to a run's ``evals``, as
+    :func:`draw_grid` takes it), and the chart draws that run's held-out accuracy over the chapter's
+    run (``baseline``'s evals, its first steps), with the cell's final accuracy printed over the plot.
+    The runs were trained when the cell ran; the page redraws from them with no kernel."""
+    import altair as alt
+
+    from .charts import HEIGHT, WIDTH, rounded
+
+    rows, cols = list(dict.fromkeys(r for r, _ in grid)), list(dict.fromkeys(c for _, c in grid))
+    last = max(max(evals["step"]) for evals in grid.values())
+    runs = [{"row": r, "col": c, "step": int(step), "accuracy": rounded(float(accuracy))}
+            for (r, c), evals in grid.items() for step, accuracy in zip(evals["step"], evals["accuracy"])]
+    chapter = [{"step": int(step), "accuracy": rounded(float(accuracy))}
+               for step, accuracy in zip(baseline["step"], baseline["accuracy"]) if step <= last]
+    row = alt.param(name="row", value=rows[len(rows) // 2], bind=alt.binding_radio(options=rows, name="learning rate "))
+    col = alt.param(name="col", value=cols[1 % len(cols)], bind=alt.binding_radio(options=cols, name="run "))
+    x = alt.X("step:Q", title="GRPO step", scale=alt.Scale(domain=[0, last], nice=False))
+    y = alt.Y("accuracy:Q", title="held-out greedy accuracy", scale=alt.Scale(domain=[0, 1]))
+    picked = "datum.row == row && datum.col == col"
+    layers = [
+        alt.Chart(alt.Data(values=chapter)).mark_line(color=OTHER_COLOR, strokeWidth=2, aria=False).encode(x=x, y=y),
+        alt.Chart(alt.Data(values=runs)).transform_filter(picked).mark_line(
+            color=CORRECT_COLOR, strokeWidth=2, point=alt.OverlayMarkDef(color=CORRECT_COLOR)).encode(
+            x=x, y=y, tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("accuracy:Q", format=".3f")]),
+        alt.Chart(alt.Data(values=runs)).transform_filter(f"{picked} && datum.step == {last}").transform_calculate(
+            line=f"'accuracy after {last} steps = ' + format(datum.accuracy, '.3f')").mark_text(
+            align="left", x=0, y=-8, fontSize=12, fontWeight="bold", aria=False).encode(text="line:N"),
+    ]
+    headline = "a high learning rate collapses the policy, G = 2 starves it"
+    return alt.layer(*layers).add_params(row, col).properties(
+        width=WIDTH, height=HEIGHT,
+        title=alt.TitleParams(text=alt.ExprRef("row + ', ' + col"), anchor="start", fontSize=14,
+                              subtitle=[headline, f"green: the stored run; grey: the chapter's run, its first {last} steps"],
+                              subtitleFontSize=12, offset=22),
+        description=f"{headline}. Line chart of held-out greedy accuracy against GRPO step for one stored run of "
+                    f"the grid ({len(rows)} learning rates by {len(cols)} runs, picked with two rows of buttons), "
+                    "over the chapter's run.",
+    ).configure_axis(labelFontSize=12, titleFontSize=12).configure_view(stroke=None)
+
+
 #: The playground's largest group size and number of inner steps (chapter 15). A click's training time
 #: grows about as G for sampling and as G x K for the updates, so the old maxima (G = 16, K = 8) made
 #: a click last minutes. The lessons sit below these caps: G = 2 against 8 (flat groups starve the
