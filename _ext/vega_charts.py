@@ -54,14 +54,36 @@ GLUE_JS = r"""(() => {
       .map((m) => m.getAttribute("aria-label"));
     const line = Array.from(view.querySelectorAll(".role-mark text")).map(text).filter((t) => t.includes(" = "));
     const description = [title].concat(line, marks).filter(Boolean).join(". ");
+    widen(chart);
     box.querySelector(".vega-chart-description").textContent = description;
     const svg = view.querySelector("svg");
     if (svg) svg.setAttribute("aria-label", description);
     chart.description = description;
   };
+  // A line of text over the plot longer than the column is wide (a readout of four series on a phone)
+  // would be cut off at the drawing's edge: the drawing widens to hold it, and its box scrolls sideways
+  // (and takes the keyboard's focus), as a wide formula's does. Vega sets the drawing's size again when
+  // the column resizes, and the text changes with the sliders: checked after each redraw and resize.
+  const widen = (chart) => {
+    const view = chart.box.querySelector(".vega-chart-view"), svg = view.querySelector("svg");
+    const root = svg && svg.querySelector(":scope > g");
+    if (!root) return;
+    const shift = /translate\(\s*([-\d.]+)/.exec(root.getAttribute("transform") || "");
+    const bounds = root.getBBox(), right = Math.ceil((shift ? +shift[1] : 0) + bounds.x + bounds.width + 2);
+    const width = +svg.getAttribute("width"), height = svg.getAttribute("height");
+    if (right > width) {
+      svg.setAttribute("width", right);
+      svg.setAttribute("viewBox", `0 0 ${right} ${height}`);
+    }
+    if (view.scrollWidth > view.clientWidth + 1) view.tabIndex = 0;
+    else view.removeAttribute("tabindex");
+  };
   const draw = async (box) => {
     const spec = JSON.parse(box.querySelector("script.vega-chart-spec").textContent);
-    const result = await vegaEmbed(box.querySelector(".vega-chart-view"), spec, {renderer: "svg", actions: false});
+    // the chart takes the column's width (the stored spec keeps its fixed width for JupyterLab): the
+    // plot, its axes, title and notes fit the view's box, which follows the column as it resizes
+    const fitted = Object.assign({}, spec, {width: "container", autosize: {type: "fit-x", contains: "padding", resize: true}});
+    const result = await vegaEmbed(box.querySelector(".vega-chart-view"), fitted, {renderer: "svg", actions: false});
     const chart = {box, spec, view: result.view, redraws: []};
     charts.push(chart);
     let started = null;
@@ -73,6 +95,7 @@ GLUE_JS = r"""(() => {
       if (started !== null) chart.redraws.push(performance.now() - started);
       started = null;
     });
+    chart.view.addResizeListener(() => chart.view.runAfter(() => widen(chart)));
     describe(chart);
     box.dataset.drawn = "true";
   };
@@ -83,12 +106,17 @@ GLUE_JS = r"""(() => {
 })();
 """
 
-#: The sliders: long enough to aim at one position of hundreds, their labels aligned, the value beside.
+#: The chart takes the column's width (up to 720 px, where a 220 px tall plot still reads as a chart); the
+#: sliders: long enough to aim at one position of hundreds, tall enough to take a finger (32 px, 44 px on
+#: a phone or a touch screen), their labels aligned, the value beside.
 STYLE_CSS = """.vega-chart { margin: 0.5em 0 1em; max-width: 100%; }
+.vega-chart .vega-chart-view, .vega-chart .vega-chart-view.vega-embed { display: block; width: 100%; max-width: 720px;
+  overflow-x: auto; overflow-y: hidden; }
 .vega-chart .vega-bindings { padding-left: 0.25em; }
 .vega-chart .vega-bind label { display: flex; align-items: center; gap: 0.5em; margin: 0.15em 0; }
 .vega-chart .vega-bind-name { min-width: 3.2em; font-weight: 600; }
-.vega-chart .vega-bind input[type=range] { width: min(16em, 55vw); }
+.vega-chart .vega-bind input[type=range] { width: min(22em, 55vw); height: 32px; margin: 0; }
+@media (max-width: 640px), (pointer: coarse) { .vega-chart .vega-bind input[type=range] { height: 44px; } }
 .vega-chart .vega-bind input[type=range] + span { font-variant-numeric: tabular-nums; }
 """
 
