@@ -26,6 +26,8 @@ import shutil
 from pathlib import Path
 
 from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
 from sphinx.errors import ExtensionError
 
 MIME_TYPE = "application/vnd.vegalite.v5+json"
@@ -133,13 +135,38 @@ class VegaLiteRenderer:
     def handle_mime(renderer, data, inline: bool):
         if data.mime_type != MIME_TYPE:
             return None
-        spec = data.content if isinstance(data.content, str) else json.dumps(data.content)
-        spec = json.dumps(json.loads(spec), separators=(",", ":")).replace("</", "<\\/")
-        description = html.escape(json.loads(spec).get("description", ""))
-        markup = (f'<div class="vega-chart"><div class="vega-chart-view"></div>'
-                  f'<p class="vega-chart-description" aria-live="polite" style="{_HIDDEN}">{description}</p>'
-                  f'<script type="application/json" class="vega-chart-spec">{spec}</script></div>')
-        return [nodes.raw("", markup, format="html")]
+        return [nodes.raw("", chart_markup(data.content), format="html")]
+
+
+def chart_markup(content) -> str:
+    """The ``div.vega-chart`` that ``vega_charts.js`` draws: the spec as JSON and the chart's description."""
+    spec = content if isinstance(content, str) else json.dumps(content)
+    spec = json.dumps(json.loads(spec), separators=(",", ":")).replace("</", "<\\/")
+    description = html.escape(json.loads(spec).get("description", ""))
+    return (f'<div class="vega-chart"><div class="vega-chart-view"></div>'
+            f'<p class="vega-chart-description" aria-live="polite" style="{_HIDDEN}">{description}</p>'
+            f'<script type="application/json" class="vega-chart-spec">{spec}</script></div>')
+
+
+class StoredChart(SphinxDirective):
+    """``{stored-chart} 01_distribution.ipynb``: a chapter's stored chart shown on another page (the
+    intro), drawn from the notebook's own output, so there is one copy of its numbers. ``:chart:`` picks
+    the notebook's n-th chart (from 0; default 0)."""
+
+    required_arguments = 1
+    option_spec = {"chart": directives.nonnegative_int}
+
+    def run(self):
+        path = (Path(self.env.doc2path(self.env.docname)).parent / self.arguments[0]).resolve()
+        if not path.is_file():
+            raise self.error(f"stored-chart: no notebook {self.arguments[0]} beside {self.env.docname}")
+        self.env.note_dependency(str(path))
+        specs = [output["data"][MIME_TYPE] for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                 for output in cell.get("outputs", []) if MIME_TYPE in output.get("data", {})]
+        index = self.options.get("chart", 0)
+        if index >= len(specs):
+            raise self.error(f"stored-chart: {self.arguments[0]} stores {len(specs)} charts, not a chart {index}")
+        return [nodes.raw("", chart_markup(specs[index]), format="html")]
 
 
 def _scripts_on_chart_pages(app, pagename, templatename, context, doctree) -> None:
@@ -167,6 +194,7 @@ def _copy_scripts(app, exception) -> None:
 
 
 def setup(app):
+    app.add_directive("stored-chart", StoredChart)
     app.connect("html-page-context", _scripts_on_chart_pages)
     app.connect("build-finished", _copy_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
