@@ -12,11 +12,16 @@ This extension draws it in the built site:
   copied into the site as ``_vega/`` when the build finishes (as ``offline_assets`` does for MathJax;
   not into ``_static/``, which Jupyter Book links into every page), with ``vega_charts.js`` (below);
   only pages with a chart load them, deferred, and ``vega_charts.css`` (the sliders' size);
-- ``vega_charts.js`` draws each chart (SVG) and, at every move of a slider, sets the slider's
+- ``vega_charts.js`` draws each chart (SVG) at the column's width (the stored spec keeps its fixed width,
+  which JupyterLab draws; the site draws it with ``width: "container"``, so a chart fills a laptop's
+  column and fits a phone's; a line of text too long for a narrow column widens the drawing, whose box
+  then scrolls sideways and takes the keyboard's focus) and, at every move of a slider, sets the slider's
   ``aria-valuetext`` ("T = 1.25") and the chart's description (its title and every bar's
   description), which Vega-Lite has no option for. It keeps the time each move took to redraw, from
   the input event to the drawn chart, in ``window.rl4llmCharts`` (the browser tests and
-  ``benchmarks/chart_redraw.py`` read it).
+  ``benchmarks/chart_redraw.py`` read it);
+- the ``stored-chart`` directive shows a chapter's stored chart on another page (the intro shows chapter
+  1's), drawn from the notebook's own output.
 """
 from __future__ import annotations
 

@@ -12,7 +12,12 @@ control that does nothing (no saved ipywidgets); the launch buttons point at the
 rules the width can change at 390 px; the page weighs under 1.5 MB gzipped. At both widths: every
 sidebar button a reader sees opens (or folds) its sidebar; no number in a table cell is broken across
 lines; printed output keeps its columns (it scrolls, it never wraps) while code never hides behind a
-scrollbar; no formula is a tab stop. On the phone: nothing widens the page, and figure labels stay
+scrollbar; no formula is a tab stop; every display and inline formula (folded solutions opened) shows
+its start as the page opens and its end, or reaches it by scrolling its own box; no TeX is left as text;
+every live chart's drawing is whole in its column (or scrolls to its end) and its slider tracks are 24 px
+tall or more; the book's title is on screen; no tooltip left after the sidebars close takes a click; and
+(at 1280 px) print media shows no control. One page more is loaded on a touch phone, to tap its header
+(``touch_phone_header``): the sidebars, then search, the colour modes and Live Code offline. On the phone: nothing widens the page, and figure labels stay
 readable: a figure shown narrower than its PNG shrinks its labels with it, so for every figure (a
 cell's static image) and every scrubber's frame (matplotlib's ``to_jshtml``) the effective font scale
 is its displayed width over its natural width; matplotlib's smallest label (tick and axis labels, the
@@ -300,7 +305,7 @@ _FACTS_JS = """(MIN_TARGET_PX) => {
     // each chart's drawing holds all it draws (its text included), and its box shows it or scrolls to it
     charts_cut: Array.from(article.querySelectorAll('.vega-chart svg')).map(svg => {
       const root = svg.querySelector(':scope > g');
-      const shift = /translate\(\s*([-\d.]+)/.exec(root.getAttribute('transform') || '');
+      const shift = /translate\\(\\s*([-\\d.]+)/.exec(root.getAttribute('transform') || '');
       const box = root.getBBox(), right = (shift ? +shift[1] : 0) + box.x + box.width;
       return Math.max(0, right - svg.width.baseVal.value, lost(svg));
     }).filter(cut => cut > 1).map(Math.round),
@@ -322,7 +327,7 @@ _FACTS_JS = """(MIN_TARGET_PX) => {
       const found = [], walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
       for (let node = walker.nextNode(); node; node = walker.nextNode()) {
         if (node.parentElement.closest('pre, code, script, style, mjx-container, .math')) continue;
-        const m = node.data.match(/\$[^$]*\\[A-Za-z]+[^$]*\$/);
+        const m = node.data.match(/\\$[^$]*\\\\[A-Za-z]+[^$]*\\$/);
         if (m) found.push(m[0].slice(0, 60));
       }
       return found;
