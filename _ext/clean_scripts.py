@@ -34,8 +34,8 @@ THEME_FIXES = """(() => {
     bound.click();
   }, true);
   // A box that scrolls sideways can be focused, and so scrolled by the keyboard (a display formula's
-  // box once MathJax has typeset it).
-  const focusable = () => document.querySelectorAll(".cell_output, .anim-frame, div.math").forEach((box) => {
+  // box, or an inline formula's wider than a phone's column, once MathJax has typeset it).
+  const focusable = () => document.querySelectorAll(".cell_output, .anim-frame, div.math, span.math").forEach((box) => {
     const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth + 1;
     if (scrolls) box.tabIndex = 0;
     else if (box.getAttribute("tabindex") === "0") box.removeAttribute("tabindex");

@@ -12,7 +12,12 @@ control that does nothing (no saved ipywidgets); the launch buttons point at the
 rules the width can change at 390 px; the page weighs under 1.5 MB gzipped. At both widths: every
 sidebar button a reader sees opens (or folds) its sidebar; no number in a table cell is broken across
 lines; printed output keeps its columns (it scrolls, it never wraps) while code never hides behind a
-scrollbar; no formula is a tab stop. On the phone: nothing widens the page, and figure labels stay
+scrollbar; no formula is a tab stop; every display and inline formula (folded solutions opened) shows
+its start as the page opens and its end, or reaches it by scrolling its own box; no TeX is left as text;
+every live chart's drawing is whole in its column (or scrolls to its end) and its slider tracks are 24 px
+tall or more; the book's title is on screen; no tooltip left after the sidebars close takes a click; and
+(at 1280 px) print media shows no control. One page more is loaded on a touch phone, to tap its header
+(``touch_phone_header``): the sidebars, then search, the colour modes and Live Code offline. On the phone: nothing widens the page, and figure labels stay
 readable: a figure shown narrower than its PNG shrinks its labels with it, so for every figure (a
 cell's static image) and every scrubber's frame (matplotlib's ``to_jshtml``) the effective font scale
 is its displayed width over its natural width; matplotlib's smallest label (tick and axis labels, the
@@ -133,6 +138,7 @@ def _load(browser, site: str, chapter: str, width: int):
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise"
                            " .then(() => true)", timeout=30_000)
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    page.evaluate("() => window.rl4llmChartsReady || null")         # the live charts drawn
     page.add_script_tag(path=str(AXE))
     return context, page, log
 
@@ -140,7 +146,7 @@ def _load(browser, site: str, chapter: str, width: int):
 def _collect(page, log: dict, site: str, built_book: Path, chapter: str, width: int) -> dict:
     """Every fact the tests check of the open page at its present ``width``."""
     page.evaluate("() => window.scrollTo(0, 0)")
-    facts = page.evaluate(_FACTS_JS)
+    facts = page.evaluate(_FACTS_JS % _LOST_JS, MIN_TARGET_PX)
     facts["scrubbers_move"] = _scrub(page) if width == DESKTOP_WIDTH else []
     if width == PHONE_WIDTH:
         facts["figures"] = {"figure": page.evaluate(_SHOWN_JS, ".cell_output > img"),
@@ -153,11 +159,97 @@ def _collect(page, log: dict, site: str, built_book: Path, chapter: str, width: 
         shots.mkdir(parents=True, exist_ok=True)
         page.evaluate("() => window.scrollTo(0, 0)")
         page.screenshot(path=str(shots / f"{chapter}-{width}.png"), full_page=False)
-    facts["sidebars"] = _open_sidebars(page)         # last: it changes the layout (and puts it back)
+    if width == DESKTOP_WIDTH:
+        facts["printed_controls"] = _printed_controls(page)
+    facts["sidebars"] = _open_sidebars(page)         # it changes the layout (and puts it back)
+    facts["tooltips_left"] = page.evaluate(_TOOLTIPS_JS)
     return facts
 
 
-_FACTS_JS = """() => {
+#: Tooltips on screen (Bootstrap's, over the header's buttons) and whether they would take a tap.
+_TOOLTIPS_JS = """() => Array.from(document.querySelectorAll('.tooltip')).filter(t => t.checkVisibility())
+  .map(t => `${t.textContent} (pointer-events: ${getComputedStyle(t).pointerEvents})`)"""
+
+#: What paper would show of a control: any control of the article, a chart's sliders, an answer box, a
+#: folded solution (a title over nothing) or a closed code cell's summary, visible in print media.
+_PRINTED_JS = """() => {
+  const article = document.querySelector('main article') || document.querySelector('main');
+  return Array.from(article.querySelectorAll('input, button, select, textarea, .vega-bindings, form.answer-box, '
+                                             + '.admonition.toggle-hidden, details:not([open]) > summary'))
+    .filter(e => e.checkVisibility()).map(e => e.outerHTML.slice(0, 80));
+}"""
+
+
+def _printed_controls(page) -> list[str]:
+    """The controls the page shows in print media (none should be)."""
+    page.emulate_media(media="print")
+    try:
+        return page.evaluate(_PRINTED_JS)
+    finally:
+        page.emulate_media(media="screen")
+
+
+#: The page whose header is tried on a touch phone (one more load, of this page only).
+HEADER_CHAPTER = "01_distribution"
+
+
+def touch_phone_header(browser, site: str, chapter: str = HEADER_CHAPTER) -> dict:
+    """The header of one page on a touch phone (390 x 844, touch, DPR 3, light system), offline, tapped
+    as a reader taps it: each sidebar button (its dialog closed again with Escape), then the search
+    button, which must open the search dialog (a tooltip left over the header took that tap); the tooltips
+    then on screen; the colour modes three taps of the colour-mode button go through (from the book's
+    default, light); and what Live Code says once it has tried to load thebe."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    context = browser.new_context(viewport={"width": PHONE_WIDTH, "height": 844}, has_touch=True, is_mobile=True,
+                                  device_scale_factor=3, color_scheme="light")
+    context.route(lambda url: not url.startswith(site), lambda route: route.abort())
+    try:
+        page = context.new_page()
+        page.goto(f"{site}book/{chapter}.html", wait_until="load")
+        out = {"sidebars": []}
+        for kind in ("primary", "secondary"):
+            button = next(b for b in page.query_selector_all(f".{kind}-toggle") if b.is_visible())
+            button.tap()
+            opened = _settled(page, f"s => s.{kind}")[kind]
+            page.keyboard.press("Escape")
+            closed = not _settled(page, f"s => !s.{kind}")[kind]
+            out["sidebars"].append(f"{kind}: {'opened' if opened else 'did not open'}, "
+                                   f"{'closed' if closed else 'did not close'}")
+        page.wait_for_timeout(300)                     # a tooltip's fade
+        out["tooltips"] = page.evaluate(_TOOLTIPS_JS)
+        search = next(b for b in page.query_selector_all(".search-button__button") if b.is_visible()).bounding_box()
+        page.touchscreen.tap(search["x"] + search["width"] / 2, search["y"] + search["height"] / 2)   # whatever is on top takes it
+        try:
+            page.wait_for_function("() => document.getElementById('pst-search-dialog').open", timeout=2000)
+        except PlaywrightTimeout:
+            pass
+        out["search_opened"] = page.evaluate("() => document.getElementById('pst-search-dialog').open")
+        page.keyboard.press("Escape")
+        button = page.locator(".bd-header-article .theme-switch-button")
+        out["modes"] = []
+        for _ in range(3):
+            button.tap()
+            out["modes"].append(page.evaluate("() => document.documentElement.dataset.mode"))
+        out["live_code"] = _live_code(page)
+        return out
+    finally:
+        context.close()
+
+
+def _live_code(page) -> str:
+    """What the Live Code button says once thebe has loaded or failed to (offline: failed)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    page.evaluate("() => initThebeSBT()")             # what the launch menu's Live Code calls
+    try:
+        page.wait_for_function("() => { const b = document.querySelector('.thebe-launch-button');"
+                               " return b && !/Loading thebe/.test(b.textContent); }", timeout=5000)
+    except PlaywrightTimeout:                          # still loading: the verdict
+        pass
+    return page.evaluate("() => document.querySelector('.thebe-launch-button').textContent.trim()")
+
+
+_FACTS_JS = """(MIN_TARGET_PX) => {
+  %s
   const article = document.querySelector('main article') || document.querySelector('main');
   const inArticle = sel => Array.from(article.querySelectorAll(sel));
   const math = inArticle('.math');
@@ -210,8 +302,77 @@ _FACTS_JS = """() => {
       const column = a.closest('.cell_output') || article;
       return a.getBoundingClientRect().right > column.getBoundingClientRect().right + 1;
     }).length,
+    // each chart's drawing holds all it draws (its text included), and its box shows it or scrolls to it
+    charts_cut: Array.from(article.querySelectorAll('.vega-chart svg')).map(svg => {
+      const root = svg.querySelector(':scope > g');
+      const shift = /translate\\(\\s*([-\\d.]+)/.exec(root.getAttribute('transform') || '');
+      const box = root.getBBox(), right = (shift ? +shift[1] : 0) + box.x + box.width;
+      return Math.max(0, right - svg.width.baseVal.value, lost(svg));
+    }).filter(cut => cut > 1).map(Math.round),
+    // a slider's track is a target a finger can take (WCAG 2.5.8: 24 px)
+    thin_sliders: inArticle('.vega-bind input[type=range]').map(i => i.getBoundingClientRect().height)
+      .filter(h => h < MIN_TARGET_PX).map(Math.round),
+    // every formula whole: its start shown, its end shown or reached by scrolling its box
+    cut_formulas: withEverythingOpen(() => ({
+      display: inArticle('mjx-container[display="true"] > mjx-math'),
+      inline: inArticle('mjx-container:not([display="true"]) > mjx-math'),
+    }), found => Object.fromEntries(Object.entries(found).map(([kind, formulas]) => [kind,
+      formulas.filter(m => m.getClientRects().length).map(m => [lost(m), (m.closest('.math') || m.parentElement).textContent.slice(0, 60)])
+        .filter(([cut]) => cut > 1).map(([cut, text]) => `${Math.round(cut)} px: ${text}`)]))),
+    // the book's title is on screen: in the primary sidebar, or atop the article where that is a closed dialog
+    book_title_shown: Array.from(document.querySelectorAll('.logo__title, p.book-title-narrow'))
+      .some(e => e.checkVisibility({visibilityProperty: true}) && e.getBoundingClientRect().right > 0),
+    // TeX left as text (printed Markdown is not typeset): a dollar sign before a backslash command
+    raw_tex: (() => {
+      const found = [], walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement.closest('pre, code, script, style, mjx-container, .math')) continue;
+        const m = node.data.match(/\\$[^$]*\\\\[A-Za-z]+[^$]*\\$/);
+        if (m) found.push(m[0].slice(0, 60));
+      }
+      return found;
+    })(),
   };
 }"""
+
+#: The smallest height of a slider's track, in CSS px (WCAG 2.5.8's minimum target size).
+MIN_TARGET_PX = 24
+
+#: How far (px) ``el`` is cut off at worst, going up from it to the article: every box that clips
+#: (overflow other than visible) must show its start as the page opens, and its end, or reach it by
+#: scrolling to the end if the box scrolls (overflow auto or scroll; then the box itself is what the boxes
+#: above it must show). ``withEverythingOpen(collect, measure)``: folded solutions and closed dropdowns
+#: opened, ``collect()`` measured, and folded again.
+_LOST_JS = """
+const lost = (el) => {
+  const article = document.querySelector('main article') || document.querySelector('main');
+  let worst = 0, target = el;
+  for (let box = el.parentElement; box && box !== article.parentElement; box = box.parentElement) {
+    const style = getComputedStyle(box);
+    if (style.overflowX === 'visible') continue;
+    const scrolls = /auto|scroll/.test(style.overflowX), keep = box.scrollLeft;
+    const inner = () => { const r = box.getBoundingClientRect(); return [r.left + box.clientLeft, r.left + box.clientLeft + box.clientWidth]; };
+    const start = inner()[0] - target.getBoundingClientRect().left;
+    if (scrolls) box.scrollLeft = 1e7;
+    const end = target.getBoundingClientRect().right - inner()[1];
+    box.scrollLeft = keep;
+    worst = Math.max(worst, start, end);
+    if (scrolls) target = box;
+  }
+  return worst;
+};
+const withEverythingOpen = (collect, measure) => {
+  const article = document.querySelector('main article') || document.querySelector('main');
+  const folded = Array.from(article.querySelectorAll('.toggle-hidden'));
+  const closed = Array.from(article.querySelectorAll('details:not([open])'));
+  folded.forEach(f => f.classList.remove('toggle-hidden'));
+  closed.forEach(d => { d.open = true; });
+  try { return measure(collect()); } finally {
+    folded.forEach(f => f.classList.add('toggle-hidden'));
+    closed.forEach(d => { d.open = false; });
+  }
+};
+"""
 
 #: Each image matched by a selector: its natural and displayed width, and whether the box it scrolls
 #: in (if it is wider than the box) cannot take the keyboard's focus.
@@ -430,6 +591,64 @@ def test_launch_buttons_point_at_the_configured_repository(desktop, chapter):
     assert all(repository() in link for link in links), links
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_formula_is_whole_or_scrolls_from_its_start(visits, chapter, width):
+    """Display and inline formulas (folded solutions opened): each one's start is shown as the page opens
+    and its end is shown or reached by scrolling its own box; no TeX is left untypeset as text."""
+    cut = visits[chapter][width]["cut_formulas"]
+    assert not cut["display"], f"display formulas cut off at {width} px: {cut['display'][:5]}"
+    assert not cut["inline"], f"inline formulas cut off at {width} px: {cut['inline'][:5]}"
+    assert not visits[chapter][width]["raw_tex"], visits[chapter][width]["raw_tex"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_charts_are_whole_in_their_column_and_their_sliders_take_a_finger(visits, chapter, width):
+    facts = visits[chapter][width]
+    assert facts["too_wide"] == 0, f"{facts['too_wide']} scrubbers or charts are wider than their column"
+    assert not facts["charts_cut"], f"charts cut off at {width} px by {facts['charts_cut']} px"
+    assert not facts["thin_sliders"], f"slider tracks {facts['thin_sliders']} px tall, under {MIN_TARGET_PX} px"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_book_title_shows_and_no_tooltip_is_left_over_the_header(visits, chapter, width):
+    """The book's title is on screen at both widths; once the sidebars' dialogs (or the fold) have closed,
+    no tooltip on screen takes a click (the pointer may still rest on the button it names)."""
+    facts = visits[chapter][width]
+    assert facts["book_title_shown"], f"the book's title is nowhere on screen at {width} px"
+    assert not [t for t in facts["tooltips_left"] if "pointer-events: none" not in t], facts["tooltips_left"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_print_shows_no_controls(desktop, chapter):
+    """Paper shows no slider, answer box, button, folded solution or closed code summary."""
+    assert not desktop[chapter]["printed_controls"], desktop[chapter]["printed_controls"][:5]
+
+
+def test_on_a_touch_phone_the_header_does_what_it_says(browser, site):
+    """Tapped on a touch phone: the sidebars open and close and leave no tooltip, so the next tap (search)
+    lands; the colour-mode button goes from light to dark in one tap on a light system (then to the
+    system's setting, then back); Live Code offline says it cannot load instead of loading forever."""
+    header = touch_phone_header(browser, site)
+    assert header["sidebars"] == ["primary: opened, closed", "secondary: opened, closed"], header["sidebars"]
+    assert not header["tooltips"], f"tooltips left over the header: {header['tooltips']}"
+    assert header["search_opened"], "the search button's tap did not open the search"
+    assert header["modes"] == ["dark", "auto", "light"], header["modes"]
+    assert "Loading thebe" not in header["live_code"] and "network" in header["live_code"], header["live_code"]
+
+
+def test_axe_core_is_the_pinned_current_release():
+    """The accessibility checks run with the axe-core that package.json pins (npm ci installs it), a
+    release that knows WCAG 2.5.3's label-content-name-mismatch (4.14 or later)."""
+    import json
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["axe-core"]
+    installed = json.loads((AXE.parent / "package.json").read_text())["version"]
+    assert installed == pinned, f"node_modules has axe-core {installed}, package.json pins {pinned}: run npm ci"
+    assert tuple(int(v) for v in installed.split(".")[:2]) >= (4, 14), installed
+
+
 # ----------------------------------------------------------------------------- on a phone
 def style_points_and_dpi() -> tuple[float, float]:
     """The smallest size of a tick or axis label in the book's matplotlib style (points), and the dpi it
@@ -447,7 +666,6 @@ def style_points_and_dpi() -> tuple[float, float]:
 def test_nothing_widens_the_page(phone, chapter):
     facts = phone[chapter]
     assert facts["page_overflow"] <= 1, f"the page scrolls sideways by {facts['page_overflow']} px"
-    assert facts["too_wide"] == 0, f"{facts['too_wide']} scrubbers or charts are wider than their column"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -3,14 +3,16 @@
 Each chapter with a chart (``rl4llm.viz.charts``) is opened once in the built site (``built_book``) with
 the network blocked except for the local server, at 1280 px, then narrowed to 390 px, as
 ``test_browser.visit`` does (the page's charts are checked one after the other on the same page; the
-charts are drawn at a fixed size, and ``test_browser`` checks that they fit the column of a page loaded
+charts take the column's width, and ``test_browser`` checks that they fit the column of a page loaded
 at either width). Every slider of every chart is moved to its ends and to a
 middle position: at 1280 px by the keyboard (Home, End, arrows), as a desktop reader tabbing through does;
 at 390 px by the pointer (a tap at the track's ends and middle), as a phone reader does. After each move
 the numbers drawn (the bars' data in Vega's scene graph) are compared with the library's at the slider's
 value, the value printed beside the slider, the title, the slider's ``aria-valuetext`` and the chart's
 description must follow, and the time from the input event to the drawn chart (kept by
-``_ext/vega_charts.py``) is collected: its median must be under 50 ms. The chart fits the text column at
+``_ext/vega_charts.py``) is collected: its median must be under 50 ms. Before that, on the page as opened,
+each slider is moved to its ends while the others stay at the chart's opening setting: each must change
+what the chart draws (no slider is dead where the reader meets the chart). The chart fits the text column at
 both widths. ``benchmarks/chart_redraw.py`` prints the same medians.
 """
 from __future__ import annotations
@@ -146,6 +148,36 @@ def as_vega_writes(value: float, fmt: str) -> str:
     return str(Decimal(value).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP))
 
 
+#: Set one slider of a chart to a value as the reader's move would (an input event), and wait for the redraw.
+SET_JS = """async ([i, k, value]) => {
+  const chart = window.rl4llmCharts[i], input = chart.box.querySelectorAll('.vega-bind input')[k];
+  if (Number(input.value) === Number(value)) return;
+  const before = chart.redraws.length;
+  input.value = value;
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  while (chart.redraws.length === before) await new Promise(r => requestAnimationFrame(r));
+}"""
+
+
+def drawing(state: dict) -> str:
+    """What a chart draws (its bars' and points' numbers), as one comparable string."""
+    return repr((sorted(state["bars"].items()), sorted(map(tuple, state["points"]))))
+
+
+def check_every_slider_is_live_at_the_opening(page, index: int, every) -> None:
+    """Each slider, moved to its ends while the others stay at the chart's opening setting, changes what
+    the chart draws (no slider is dead where the reader meets the chart), and goes back to its opening."""
+    opening = drawing(drawn(page, index))
+    for k, s in enumerate(every):
+        drawings = set()
+        for value in (s.start, s.stop):
+            page.evaluate(SET_JS, [index, k, repr(float(value))])
+            drawings.add(drawing(drawn(page, index)))
+        page.evaluate(SET_JS, [index, k, repr(float(s.default))])
+        assert drawings - {opening}, f"{s.label} changes nothing at the opening setting of the other sliders"
+    assert drawing(drawn(page, index)) == opening
+
+
 def check_redraws(page, index: int, sliders: int, where: str) -> None:
     """Every move was timed (at least three per slider); the median redraw is under ``MAX_MEDIAN_MS``."""
     times = page.evaluate(f"() => window.rl4llmCharts[{index}].redraws")
@@ -235,6 +267,8 @@ def test_every_slider_moves_and_redraws_the_librarys_numbers(opened, name, width
     check(name, state, "as opened")
     assert state["right"] <= state["column"] + 1, f"the chart is wider than the column at {width} px"
     every = chart_sliders(name)
+    if width == max(INPUT_AT):                         # once per chart, on the page as opened (1280 px)
+        check_every_slider_is_live_at_the_opening(page, index, every)
     for k, s in enumerate(every):
         visited = set()
         for how, state in moves(page, index, k, INPUT_AT[width]):

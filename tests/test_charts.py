@@ -496,7 +496,7 @@ def pass_curves() -> dict:
 #: The line charts of chapters 18 and 19, as ``LINE_CHARTS`` (they replaced no widget).
 PART5_LINES = {
     "19_real_runs/fits": (lambda: rr.fits_chart(SIZES, TINY_GPT), [rr.GPUS, rr.STAGE], None, _fits, None,
-                          {"n_gpus", "stage"}, {"n_gpus": 8, "stage": 0}),
+                          {"n_gpus", "stage"}, {"n_gpus": 8, "stage": 3}),
     "19_real_runs/activations": (lambda: rr.batch_charts()[0], [rr.GROUP], rr.COMPLETION,
                                  lambda G: _batch(G, slice(0, 2)), None, {"G"}, {"G": 8, "completion": 4096}),
     "19_real_runs/logits": (lambda: rr.batch_charts()[1], [rr.GROUP], rr.COMPLETION,

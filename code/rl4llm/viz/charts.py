@@ -39,7 +39,9 @@ from .style import CORRECT_COLOR, OTHER_COLOR
 
 #: Decimals kept in a chart's data: the stored JSON must not change with the CPU's last bits.
 DECIMALS = 6
-#: Width of a chart in CSS pixels: it fits the text column of a 390 px phone (about 340 px), axes included.
+#: Width of a chart's plot in CSS pixels where it is drawn at a fixed size (JupyterLab, Colab): it fits the
+#: text column of a 390 px phone (about 340 px), axes included. The book's site draws it at the column's
+#: width instead (``_ext/vega_charts.py``).
 WIDTH = 300
 HEIGHT = 220
 #: The mime type the charts are stored under (Vega-Lite 5; JupyterLab 4 draws it with no extension).

@@ -19,7 +19,7 @@ STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "referenc
 RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "link_bandwidth": 50e9, "gpus": 16}
 
 GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
-STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 0, fmt="d")
+STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 3, fmt="d")   # opens sharded: at stage 0 the GPUs change nothing
 GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
 MODEL_SIZE = Slider("billions", "billions of parameters", 1, 49, 2, 7, fmt="d")
