@@ -216,7 +216,7 @@ def inner_steps_chart():
                       xlabel="inner step k", ylabel="nats / fraction / probability",
                       headline=f"one group reused, lr = {INNER_LR}: the KL never stops",
                       colors=[PALETTE["blue"], PALETTE["vermillion"], CORRECT_COLOR, PALETTE["grey"]],
-                      styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 1])
+                      styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 1], readout_per_line=2)
 
 
 def gae_curves(lam: float, gamma: float) -> np.ndarray:
