@@ -71,8 +71,6 @@ def test_by_hand_values_from_the_library():
     ("ex-ch18-draws", 1.923, "that is 1 / P(flat)"),
     ("ex-ch17-dapo-weight", 0.6, "the advantage is missing"),
     ("ex-ch17-k2", 0.18, "squares the difference of the probabilities"),
-    ("ex-ch19-bytes", 54e9, "that is in bytes"),
-    ("ex-ch19-kv", 7516192768, "that is in bytes"),
     ("ex-ch19-decode", 0.0042, "that is in seconds"),
     ("ex-ch20-opsm-kl", 1, "that is the mask's value"),
 ])

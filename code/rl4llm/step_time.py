@@ -61,14 +61,6 @@ def concurrent_sequences(n_params, memory_bytes, context_length, kv_bytes_per_to
     return fit
 
 
-def _decode(psi, n, P, T, F, W, b, kv) -> float:
-    """One batch of n sequences: prefill, then T decoding steps, each the larger of reads and FLOPs."""
-    context = P + np.arange(T)                                              # tokens cached before step t
-    memory = (psi * b + n * context * kv) / W
-    compute = FORWARD_FLOPS * psi * n / F
-    return float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * n * P / F)
-
-
 def generation_seconds(n_params, sequences, prompt_length, completion_length, *, flops_per_second, bandwidth,
                        weight_bytes=2, kv_bytes_per_token=0, memory_bytes=None) -> float:
     """Prefill, then one decoding step per completion token for ``sequences`` sequences on one GPU:
@@ -82,7 +74,13 @@ def generation_seconds(n_params, sequences, prompt_length, completion_length, *,
     kv = integer_at_least(kv_bytes_per_token, "kv_bytes_per_token", 0)
     fit = n if memory_bytes is None or kv == 0 else concurrent_sequences(psi, memory_bytes, P + T, kv, weight_bytes=b)
     waves = [fit] * (n // fit) + ([n % fit] if n % fit else [])
-    return sum(_decode(psi, wave, P, T, F, W, b, kv) for wave in waves)
+    context = P + np.arange(T)                                              # tokens cached before step t
+    seconds = 0.0
+    for m in waves:                                                         # m sequences decode together
+        memory = (psi * b + m * context * kv) / W
+        compute = FORWARD_FLOPS * psi * m / F
+        seconds += float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * m * P / F)
+    return seconds
 
 
 def weight_sync_seconds(n_params, bandwidth, *, weight_bytes=2) -> float:

@@ -141,7 +141,6 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9, optimizer="sgd"), "AdamW's two fp32 moments are missing (8 bytes a parameter)"),
         (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
                                                    "the moments and the reference come on top"),
-        (_state_gb(3e9) * 1e9, "that is in bytes; the question asks for GB (10^9 bytes)"),
     )
 
 
@@ -166,7 +165,6 @@ def _kv_mistakes() -> tuple[tuple[float, str], ...]:
                                 "(grouped-query attention)"),
         (_kv_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
         (_kv_gb(precision="fp32"), "bf16 takes 2 bytes a number, not 4"),
-        (_kv_gb() * 1e9, "that is in bytes; the question asks for GB (10^9 bytes)"),
     )
 
 
