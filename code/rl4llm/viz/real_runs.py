@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..memory import QWEN25_1_5B, memory_budget, shape_options
+from ..memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
 from ..step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
 from .charts import Slider, line_chart
 from .style import PALETTE
@@ -15,14 +15,20 @@ GB = 1e9
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
 
 #: A run's setting, shared by the time charts (stated in the chapter): 64 prompts of 512 tokens per step,
-#: 40% of the GPU's peak FLOP/s achieved, weights sent over one 400 Gb/s InfiniBand link (50 GB/s).
-RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "link_bandwidth": 50e9, "gpus": 16}
+#: 40% of the GPU's peak FLOP/s achieved, decoding at 60% of its memory bandwidth, weights sent over one
+#: 400 Gb/s InfiniBand link (50 GB/s).
+RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "bandwidth_efficiency": 0.6, "link_bandwidth": 50e9,
+       "gpus": 16}
+#: The KV cache of a token at 7B, in Qwen2.5-7B's grouped-query shape (28 layers, 4 key-value heads of 128,
+#: bf16): 57,344 bytes. The time charts scale it with the model's size (:func:`kv_bytes`).
+KV_AT_7B = kv_bytes_per_token(28, 4, 128)
 
 GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
 STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 3, fmt="d")   # opens sharded: at stage 0 the GPUs change nothing
 GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
-MODEL_SIZE = Slider("billions", "billions of parameters", 1, 49, 2, 7, fmt="d")
+#: Up to 36B: from about 39B on, the bf16 weights leave an 80 GB sampler no room for one sequence's cache.
+MODEL_SIZE = Slider("billions", "billions of parameters", 1, 36, 1, 7, fmt="d")
 GROUPS = np.arange(2, 66, 2)
 ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 1, 15, 1, 8, fmt="d")
 STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
@@ -103,14 +109,24 @@ def batch_charts():
     return activations, logits
 
 
+def kv_bytes(n_params: float) -> int:
+    """The KV cache of a token, ``KV_AT_7B`` scaled with the model's size (a stated approximation: a
+    model's layers and heads grow with it)."""
+    return round(KV_AT_7B * n_params / 7e9)
+
+
 def step_seconds(n_params: float, G: int, completion: int, rollout_gpus: int, train_gpus: int) -> dict:
-    """Rollout, training and weight-sync seconds of one step of ``RUN`` (weights' reads only in decoding:
-    a lower bound), the sampler's GPUs each holding a full copy and an even share of the sequences."""
+    """Rollout, training and weight-sync seconds of one step of ``RUN``. Each sampling GPU holds a full
+    copy of the weights and its share of the sequences (the busiest one sets the pace); each decoding step
+    reads the weights and every sequence's KV cache (:func:`kv_bytes`) at ``RUN``'s bandwidth efficiency,
+    and sequences whose caches do not fit beside the weights in 80 GB decode in later waves."""
     F = RUN["utilisation"] * H100_SXM["bf16_flops"]
     sequences = RUN["prompts"] * G
     tokens = sequences * (RUN["prompt_length"] + completion)
-    return {"rollout": generation_seconds(n_params, max(1, sequences // rollout_gpus), RUN["prompt_length"],
-                                          completion, flops_per_second=F, bandwidth=H100_SXM["memory_bandwidth"]),
+    return {"rollout": generation_seconds(n_params, -(-sequences // rollout_gpus), RUN["prompt_length"], completion,
+                                          flops_per_second=F,
+                                          bandwidth=RUN["bandwidth_efficiency"] * H100_SXM["memory_bandwidth"],
+                                          kv_bytes_per_token=kv_bytes(n_params), memory_bytes=H100_SXM["memory_bytes"]),
             "train": training_seconds(n_params, tokens, F, gpus=train_gpus),
             "sync": weight_sync_seconds(n_params, RUN["link_bandwidth"])}
 
@@ -126,7 +142,7 @@ def time_chart(completion: int = 4096):
     return line_chart(compute, [MODEL_SIZE], x=GROUPS,
                       series=["rollout (8 GPUs)", "training (8 GPUs)", "weight sync (50 GB/s)"],
                       xlabel="G (completions per prompt)", ylabel="seconds per step", log_y=True,
-                      headline="Sampling stays flat in G until compute catches up",
+                      headline="Training grows with G faster than sampling",
                       colors=[PALETTE["vermillion"], PALETTE["blue"], PALETTE["orange"]], fmt=".1f")
 
 
