@@ -17,6 +17,7 @@ from grading_course import (HANG, MARKERS, answers, generated_course, grade_clas
                             solution_cells, submission, write)
 
 from rl4llm.grading import bubblewrap
+from rl4llm.grading.gradebook import feedback_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -235,8 +236,7 @@ def test_each_attack_scores_zero_and_no_classmate_changes(class_graded):
     full = sum(e.points for e in exercises.values())
     scores = scores_in(course, "part1", STUDENTS)
     assert scores["alice"][0] == full, (scores, log)
-    said = {g: t for g, t in __import__("rl4llm.grading.gradebook", fromlist=["x"]).feedback_texts(
-        course, "part1", "eve").items()}
+    said = feedback_texts(course, "part1", "eve")
     assert "No module named 'rl4llm'" in said["ch01-write-softmax"], said
     assert "does not define a function named my_decode_probs" in said["ch02-write-decode-probs"], said
     assert "MemoryError" in said["ch04-write-sft-gradient"], said
@@ -254,7 +254,6 @@ def test_a_careless_student_loses_only_the_renamed_cell(class_graded):
     course, log, *_ = class_graded
     scores = _cell_scores(course, "carol")
     assert [g for g, s in scores.items() if not s] == ["ch03-write-sequence-probability"], scores
-    from rl4llm.grading.gradebook import feedback_texts
     assert "is missing from the notebook" in feedback_texts(course, "part1", "carol")["ch03-write-sequence-probability"]
     carol = next(line for line in log.splitlines() if " carol: " in line)
     assert "'ch02-write-decode-probs') is a copy: the last copy is graded" in carol, carol
