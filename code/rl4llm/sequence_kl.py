@@ -37,7 +37,8 @@ PER_TOKEN = ("k2_loss", "k3_corrected", "k3_loss", "k1_loss", "k1_reward")
 PARAMETERS = tuple((context, token) for context, tokens in CHOICES.items() for token in tokens)
 
 
-def _flat(policy: dict) -> dict[str, slice]:
+def _slices() -> dict[str, slice]:
+    """Each context's entries of a vector over ``PARAMETERS``."""
     starts = np.cumsum([0] + [len(tokens) for tokens in CHOICES.values()])
     return {context: slice(starts[i], starts[i + 1]) for i, context in enumerate(CHOICES)}
 
@@ -69,7 +70,7 @@ def sequence_kl_gradients(p_eos_after_5: float = 0.3) -> dict:
     entries of the vectors)."""
     p = real_in_range(p_eos_after_5, "p_eos_after_5", 0.0, 1.0, low_open=True, high_open=True)
     policy, reference = _moved(p), two_step_policy()
-    where = _flat(policy)
+    where = _slices()
     n = len(PARAMETERS)
     exact = np.zeros(n)
     per = {name: np.zeros(n) for name in PER_TOKEN}
