@@ -2,7 +2,7 @@
 
 Every chapter's kernel (strict nbval) starts as on another CPU, with an empty warm-start cache: in a
 run that sets no ``ATEN_CPU_CAPABILITY``, torch in the kernel is forced onto the kernels of another
-instruction set (``rl4llm.portability.other_capability``: AVX2 on an AVX-512 machine, none on an AVX2
+instruction set (``rl4llm.llm.portability.other_capability``: AVX2 on an AVX-512 machine, none on an AVX2
 one), while the library's own tests use this CPU's. So every run checks the stored outputs, written on
 one machine, on a CPU that did not write them, and a change that makes an output depend on the CPU
 fails on the contributor's machine. A run that sets the capability itself (README: the whole suite as
@@ -23,7 +23,7 @@ import pytest
 @functools.cache
 def chapter_capability() -> str | None:
     """The ``ATEN_CPU_CAPABILITY`` the chapters' kernels start with: None where the run sets one."""
-    from rl4llm.portability import other_capability
+    from rl4llm.llm.portability import other_capability
 
     return None if "ATEN_CPU_CAPABILITY" in os.environ else other_capability()
 

@@ -6,7 +6,7 @@ At ``grpo_vs_trl.py``'s speed recipe (32 prompts x G = 8, one CPU thread) attent
 single cost of a step (about a quarter, in torch's profiler), so it is the first place to look for a
 faster trainer. This script times, forward and forward + backward, in microseconds a call:
 
-- ``sdpa``: ``F.scaled_dot_product_attention``, what :class:`rl4llm.model.CausalSelfAttention` calls;
+- ``sdpa``: ``F.scaled_dot_product_attention``, what :class:`rl4llm.llm.model.CausalSelfAttention` calls;
 - ``sdpa math``: the same call restricted to torch's unfused "math" backend;
 - ``by hand``: softmax(q k^T / sqrt(d) + mask) v in three tensor operations;
 - ``shared prefix`` (decoding only): the G rows of a group attend to their prompt's keys once, as one

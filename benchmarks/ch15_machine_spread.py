@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from rl4llm.portability import capability_under
+from rl4llm.llm.portability import capability_under
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "15_tiny_transformer.ipynb"

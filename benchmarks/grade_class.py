@@ -4,7 +4,7 @@
 
 Generates the assignment in a copy of ``course/``, writes N submissions (every third one with its
 first coding and by-hand answers wrong, every fifth with the last ones left as released, the rest
-right: the mix of tests/grading_course.py), runs ``python -m rl4llm.grading autograde`` on them and
+right: the mix of tests/grading_course.py), runs ``python -m rl4llm.course.grading autograde`` on them and
 prints the wall time, the time per student, the machine and its load. Issue 32's budget: 40
 submissions of part1 in under 10 minutes on 2 cores.
 """
@@ -40,7 +40,7 @@ def main() -> None:
             write(course, name, args.part, submission(course, args.part, wrong=i % 3 == 1, blank=i % 5 == 4))
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rl4llm.grading", "autograde", str(course), args.part], check=True)
+        subprocess.run([sys.executable, "-m", "rl4llm.course.grading", "autograde", str(course), args.part], check=True)
         seconds = time.perf_counter() - start
         scores = scores_in(course, args.part, names)
     print(f"{args.students} submissions of {args.part} graded in {seconds:.0f} s ({seconds / 60:.1f} min, "

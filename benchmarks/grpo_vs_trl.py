@@ -12,16 +12,16 @@ after every run, because the machine is shared.
 
 What is the same on both sides, by construction:
 
-- **prompts**: the trainer's shuffled epochs (:func:`rl4llm.trainer.prompt_indices`: each epoch a
+- **prompts**: the trainer's shuffled epochs (:func:`rl4llm.llm.trainer.prompt_indices`: each epoch a
   seeded permutation of the training prompts cut into steps, an incomplete last step dropped, as
   TRL's ``RepeatSampler`` does); TRL gets the same sequence as its dataset with
   ``shuffle_dataset=False``, and every TRL run checks that the prompts its reward function saw at
   each step are the trainer's (``paired_prompts``). The runs of a seed are therefore paired: the
   same prompts at the same step (the sampled completions differ: each library has its own sampler);
-- **learning rate**: the trainer's schedule (:func:`rl4llm.trainer.lr_factor`: warmup factor
+- **learning rate**: the trainer's schedule (:func:`rl4llm.llm.trainer.lr_factor`: warmup factor
   (u + 1) / W at update u, times a linear decay to 0 at ``MAX_STEPS``) is TRL's scheduler too;
 - **optimizer**: torch's fused AdamW on both (TRL's own default ``adamw_torch_fused``);
-- everything else ``rl4llm.trl_knobs.trl_config_kwargs`` maps (G = 8, eps 0.2, no KL, std scaling,
+- everything else ``rl4llm.trl.knobs.trl_config_kwargs`` maps (G = 8, eps 0.2, no KL, std scaling,
   flat groups kept, gradient clip 1, fp32, no activation checkpointing). What still differs: TRL's
   advantages divide by the sample std plus 1e-4, the book's by the population std plus 1e-8.
 
@@ -66,13 +66,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rl4llm.evaluation import greedy_accuracy
-from rl4llm.model import from_gpt2
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
-from rl4llm.trl_knobs import trl_config_kwargs
-from rl4llm.trl_run import trl_grpo_trainer
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.evaluation import greedy_accuracy
+from rl4llm.llm.model import from_gpt2
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
+from rl4llm.trl.knobs import trl_config_kwargs
+from rl4llm.trl.run import trl_grpo_trainer
+from rl4llm.llm.warmstart import warm_start
 
 
 TARGET = 0.64
@@ -186,7 +186,7 @@ def trl_trainer(warm, task, config: GRPOConfig, workdir: str, callbacks=(), coun
     """
     from datasets import Dataset
 
-    from rl4llm.trainer import lr_factor, prompt_indices
+    from rl4llm.llm.trainer import lr_factor, prompt_indices
 
     trainer = trl_grpo_trainer(warm.model, task, trl_kwargs(config), output_dir=workdir, callbacks=list(callbacks),
                                counter=counter, logging_steps=10_000)
@@ -213,7 +213,7 @@ def trl_trainer(warm, task, config: GRPOConfig, workdir: str, callbacks=(), coun
 
 def paired_prompts(task, config: GRPOConfig, seen: list) -> bool:
     """Whether TRL's prompts at every step were the book trainer's."""
-    from rl4llm.trainer import prompt_indices
+    from rl4llm.llm.trainer import prompt_indices
     return all(prompts == task.prompts(task.train_pairs[prompt_indices(len(task.train_pairs),
                                                                        config.prompts_per_step, config.seed, s)])
                for s, prompts in enumerate(seen))
@@ -299,7 +299,7 @@ def per_step(clock: dict, total: np.ndarray, steps: int) -> dict:
 
 def profile_rl4llm(warm, task, config: GRPOConfig, steps: int, warmup: int = 5) -> dict:
     """Milliseconds per step in each phase, over ``steps`` steps after ``warmup`` steps."""
-    import rl4llm.trainer as module
+    import rl4llm.llm.trainer as module
     trainer = GRPOTrainer(warm.model, task, config)
     clock = {phase: np.zeros(2) for phase in PHASES}
     with torch_threads(config.num_threads):
@@ -441,7 +441,7 @@ def trainer_profile(record, before: str, steps: int, pairs: int):
     import sys
     root = Path(__file__).resolve().parent.parent
     code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import grpo_vs_trl as b; "
-            f"from rl4llm.tasks import AdditionTask; from rl4llm.warmstart import warm_start; "
+            f"from rl4llm.llm.tasks import AdditionTask; from rl4llm.llm.warmstart import warm_start; "
             f"print(json.dumps(b.profile_rl4llm(warm_start(), AdditionTask(seed=0), "
             f"b.recipe(**b.SPEED_RECIPE, seed=0), {steps})))")
     workdir = tempfile.mkdtemp()

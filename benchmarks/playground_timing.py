@@ -17,9 +17,9 @@ import time
 
 import torch
 
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
+from rl4llm.llm.warmstart import warm_start
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from rl4llm import CORRECT, LOGITS, decode_probs, sft_step, softmax, training_curves
-from rl4llm.two_step import two_spellings
+from rl4llm.math.two_step import two_spellings
 from rl4llm.viz.part1 import (PI_0, decoding_chart, distribution_chart, sft_step_chart, training_curves_chart,
                               two_spellings_chart)
 from sliders_part2 import build_times

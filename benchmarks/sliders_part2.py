@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from rl4llm import LOGITS, REWARDS
-from rl4llm.estimators import jhat_study, variance_curve
-from rl4llm.onpolicy import SEED_RUN, rl_and_sft_steps, seed_study
+from rl4llm.math.estimators import jhat_study, variance_curve
+from rl4llm.studies.onpolicy import SEED_RUN, rl_and_sft_steps, seed_study
 from rl4llm.viz.part2 import (BASELINE, JHAT_GROUPS, STEP_LR, baseline_chart, jhat_chart, learning_band, learning_chart,
                               seeds_chart, steps_chart)
 from slider_timing import report

@@ -5,7 +5,7 @@ at every position of its slider when the cell runs (``rl4llm.viz.part3_grpo.GRPO
 then redraws in the browser from those runs (``benchmarks/chart_redraw.py``). Run:
 ``OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/sliders_part3_grpo.py``.
 """
-from rl4llm.toy_grpo import SLIDER_RUN, grpo_slider_run
+from rl4llm.studies.toy_grpo import SLIDER_RUN, grpo_slider_run
 from rl4llm.viz.part3_grpo import GRPO_SLIDERS
 from slider_timing import report
 

@@ -18,9 +18,9 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 import grpo_vs_trl as bench  # noqa: E402
-from rl4llm.tasks import AdditionTask  # noqa: E402
-from rl4llm.trainer import GRPOTrainer, torch_threads  # noqa: E402
-from rl4llm.warmstart import warm_start  # noqa: E402
+from rl4llm.llm.tasks import AdditionTask  # noqa: E402
+from rl4llm.llm.trainer import GRPOTrainer, torch_threads  # noqa: E402
+from rl4llm.llm.warmstart import warm_start  # noqa: E402
 
 
 def main():

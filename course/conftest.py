@@ -5,4 +5,4 @@ def pytest_addoption(parser):
     parser.addoption("--submissions", action="store", default=None,
                      help="folder of submitted notebooks (nbgrader assignments or student-edition chapters)")
     parser.addoption("--timeout-per-exercise", action="store", type=float, default=None,
-                     help="seconds each exercise's code may run (default: rl4llm.grading.sandbox.TIMEOUT, 60)")
+                     help="seconds each exercise's code may run (default: rl4llm.course.grading.sandbox.TIMEOUT, 60)")

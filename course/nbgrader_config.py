@@ -7,8 +7,8 @@ c.CourseDirectory.root = "."
 # The stub a student sees where the reference body was (the student edition writes the same one).
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Grading runs every submitted line in a bubblewrap sandbox (rl4llm.grading.bubblewrap), whichever
-# route starts it: `python -m rl4llm.grading autograde . <assignment>` (the documented command),
+# Grading runs every submitted line in a bubblewrap sandbox (rl4llm.course.grading.bubblewrap), whichever
+# route starts it: `python -m rl4llm.course.grading autograde . <assignment>` (the documented command),
 # `nbgrader autograde <assignment>` run alone, or formgrader's button. nbgrader's kernel runs in the
 # sandbox (SandboxedExecute), and each autograded test cell's output is then replaced by the
 # out-of-process verdict on the student's solution cell (OutOfProcessGrades, 60 s an exercise), so the
@@ -16,14 +16,14 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # refuses to run.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
-    "rl4llm.grading.nbgrader_sandbox.SubmittedCells",      # a renamed or pasted cell affects its student alone
+    "rl4llm.course.grading.nbgrader_sandbox.SubmittedCells",      # a renamed or pasted cell affects its student alone
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "rl4llm.grading.nbgrader_sandbox.SandboxedExecute",
-    "rl4llm.grading.nbgrader_sandbox.OutOfProcessGrades",
+    "rl4llm.course.grading.nbgrader_sandbox.SandboxedExecute",
+    "rl4llm.course.grading.nbgrader_sandbox.OutOfProcessGrades",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -36,4 +36,4 @@ c.Execute.timeout = 60
 # nbgrader's exchange (release, fetch and submit between accounts of one JupyterHub): its root is
 # created writable by the instructor alone (nbgrader's own release makes it world-writable); the
 # students write only to the course's inbound folder. Set c.Exchange.root for your hub.
-c.ExchangeFactory.release_assignment = "rl4llm.grading.exchange.ReleaseAssignment"
+c.ExchangeFactory.release_assignment = "rl4llm.course.grading.exchange.ReleaseAssignment"

@@ -7,7 +7,7 @@ chapter of the student edition) gets one test per exercise it was handed out wit
 checks (an assignment's coding and by-hand exercises; a chapter's coding exercises, since a chapter
 has no cell for a by-hand answer), named like ``alice/part1.ipynb::Exercise 1.4 (ch01-write-softmax)``.
 Written work and experiments are graded by hand (nbgrader's formgrader). Each test grades the
-student's cell out of process (``rl4llm.grading``: a fresh Python in a bubblewrap sandbox, without
+student's cell out of process (``rl4llm.course.grading``: a fresh Python in a bubblewrap sandbox, without
 the library, a time limit per exercise) and passes or fails on the grader's verdict, whose message
 the failure shows. Nothing else in the
 notebook runs, so a hanging or crashing cell costs only its own exercise. `-o addopts=` turns off
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rl4llm.grading.notebooks import exercises_in, grade_exercise
+from rl4llm.course.grading.notebooks import exercises_in, grade_exercise
 
 SOURCE = Path(__file__).resolve().parent / "source"
 

@@ -22,13 +22,13 @@ the CPU (``--device cpu`` here, ``use_cpu=True`` in TRL), and on a machine witho
 script stops when it finds processes that did not join.
 
 The run: the shipped chapter-14 warm start, the book's recipe (``--steps``, ``--prompts-per-step``,
-...) translated by ``rl4llm.trl_knobs.trl_config_kwargs`` with the batch divided between the
+...) translated by ``rl4llm.trl.knobs.trl_config_kwargs`` with the batch divided between the
 processes, held-out greedy accuracy every ``--eval-every`` steps (main process). Written to
 ``--out``: ``metrics.json`` (main process: TRL's log lines, the accuracy curve, the launch) and
 ``weights_rank<r>.json`` (every process: a SHA-256 of its weights after each update; data
 parallelism is right only if they are all the same). ``--check-normalisation`` first computes TRL's
 loss and the all-reduced gradient of one fixed batch split between the processes, for each loss
-type, into ``normalisation.pt`` (the test suite compares it with ``rl4llm.data_parallel``).
+type, into ``normalisation.pt`` (the test suite compares it with ``rl4llm.llm.data_parallel``).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from rl4llm.loss_types import LOSS_TYPES
+from rl4llm.math.loss_types import LOSS_TYPES
 
 
 def parse_args(argv=None):
@@ -95,16 +95,16 @@ def weight_log():
 def check_normalisation(warm_model, state, path: Path) -> None:
     """TRL's loss and DDP's all-reduced gradient of one fixed batch split over the processes.
 
-    The batch is ``rl4llm.trl_parity.loss_batch`` (2 prompts x G = 4, seed 0), the same on every
+    The batch is ``rl4llm.trl.parity.loss_batch`` (2 prompts x G = 4, seed 0), the same on every
     process; process p takes the p-th block of rows, as TRL does, with ``num_items_in_batch``
     gathered from every process, as TRL's sampling step does. The model is wrapped by TRL's own
     accelerator (DistributedDataParallel when there are several processes), so ``backward`` runs
     the real all-reduce. The main process saves the gradients in the book's parameter layout.
     """
-    from rl4llm.data_parallel import shard_slices
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.hf_plumbing import quiet
-    from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+    from rl4llm.llm.data_parallel import shard_slices
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.plumbing import quiet
+    from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 
     config = GRPOConfig(prompts_per_step=2, group_size=4, eps_low=0.2, eps_high=0.28, beta=0.04,
                         temperature=0.7, device="cpu")
@@ -141,12 +141,12 @@ def main(argv=None):
                          f"({state.distributed_type}); on a machine without GPUs pass --device cpu")
     torch.set_num_threads(args.threads)
 
-    from rl4llm.tasks import AdditionTask
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.hf_plumbing import quiet
-    from rl4llm.trl_knobs import trl_config_kwargs
-    from rl4llm.trl_run import AccuracyClock, trl_grpo_trainer
-    from rl4llm.warmstart import warm_start
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.plumbing import quiet
+    from rl4llm.trl.knobs import trl_config_kwargs
+    from rl4llm.trl.run import AccuracyClock, trl_grpo_trainer
+    from rl4llm.llm.warmstart import warm_start
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

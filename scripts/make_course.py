@@ -3,7 +3,7 @@
     python scripts/make_course.py
 
 writes course/source/part1/part1.ipynb ... part5/part5.ipynb (the chapters of each part are
-``rl4llm.coursework.PARTS``). Each coding exercise is its starter (the reference between nbgrader's
+``rl4llm.course.assignments.PARTS``). Each coding exercise is its starter (the reference between nbgrader's
 markers) and a test cell; each by-hand exercise is a cell that sets ``answer_<chapter>_<n>`` (the
 library's answer between the markers, so that the release holds only the stub) and a test cell. Run it
 after changing a chapter's exercises; tests/test_grading.py fails while the course and the chapters
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rl4llm.coursework import PARTS, source_assignment, write_notebook
+from rl4llm.course.assignments import PARTS, source_assignment, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"

@@ -11,7 +11,7 @@ from _build/student/book/ and its site builds like the book's. Outputs of the ch
 stay stored; the exercise cells have none. It holds no answer:
 
 - no reference source: the ``show_source`` cells of the coding exercises' functions become a note
-  (``rl4llm.coursework.student_notebook``);
+  (``rl4llm.course.assignments.student_notebook``);
 - no answer value: its answer boxes store salted digests, not numbers (``answer_boxes_hashed``,
   _ext/answer_boxes.py);
 - its launch buttons (Binder, Colab, the repository and issues links) and each chapter's Colab cell
@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 from sync_repository_url import CELL_ID, IMPORTS_TRL, install_cell
 
-from rl4llm.coursework import exercises, student_notebook, write_notebook
+from rl4llm.course.assignments import exercises, student_notebook, write_notebook
 from rl4llm.exercises import FUNCTIONS, label_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ hands each caller a copy of its own. ``graded`` autogrades one part (the ``PART`
 that asks, one part a file, so that pytest-xdist grades the parts side by side): two submissions (all
 right; the first coding and by-hand exercises wrong and the last ones left as released, the rest
 right), plus Part I's adversarial one, through the one command that grades a class
-(``python -m rl4llm.grading autograde``: nbgrader's pass with its kernel in the bubblewrap sandbox and
+(``python -m rl4llm.course.grading autograde``: nbgrader's pass with its kernel in the bubblewrap sandbox and
 each test cell scored out of process).
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from rl4llm.coursework import BEGIN, END
+from rl4llm.course.assignments import BEGIN, END
 from rl4llm.exercises import SPECS
-from rl4llm.grading.notebooks import registry
+from rl4llm.course.grading.notebooks import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Seconds an exercise may run in these tests (a hanging one costs this, once).
@@ -157,8 +157,8 @@ def scores_in(course: Path, part: str, students) -> dict[str, tuple[float, float
 
 
 def grade_class(course: Path, part: str, *options: str) -> subprocess.CompletedProcess:
-    """``python -m rl4llm.grading autograde <course> <part> [options]``, as an instructor runs it."""
-    return subprocess.run([sys.executable, "-m", "rl4llm.grading", "autograde", str(course), part, *options],
+    """``python -m rl4llm.course.grading autograde <course> <part> [options]``, as an instructor runs it."""
+    return subprocess.run([sys.executable, "-m", "rl4llm.course.grading", "autograde", str(course), part, *options],
                           capture_output=True, text=True)
 
 
@@ -182,7 +182,7 @@ def graded(request, generated_course) -> tuple[dict, Path]:
 
 def feedback(course: Path, student: str, part: str) -> dict[str, str]:
     """What the autograded notebook's test cells say, by grade id."""
-    from rl4llm.grading.gradebook import feedback_texts
+    from rl4llm.course.grading.gradebook import feedback_texts
 
     return feedback_texts(course, part, student)
 
@@ -217,7 +217,7 @@ def test_an_adversarial_submission_scores_only_what_it_earned(graded):
     """Part I's dave: of the coding exercises only the correct, chatty function counts; of the by-hand
     ones only the right number written as text with a decimal comma; each other cell says why it
     scores 0 (nbgrader's own kernel ran the patched checks and the answer key's number)."""
-    from rl4llm.syllabus import POINTS
+    from rl4llm.course.syllabus import POINTS
 
     scores, course = graded
     assert scores["dave"][0] == POINTS["coding"] + POINTS["by hand"], scores

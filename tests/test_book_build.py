@@ -14,7 +14,7 @@ def test_exercises_are_numbered_per_chapter_with_their_solutions(built_book):
     import re
     from pathlib import Path
 
-    from rl4llm.coursework import exercises
+    from rl4llm.course.assignments import exercises
 
     for path in sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb")):
         html = (built_book / "book" / f"{path.stem}.html").read_text()

@@ -23,9 +23,9 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 
 
 # chapters 17 and 18: the bars' numbers at a setting, from the library without the viz code
-from rl4llm.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
-from rl4llm.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
-from rl4llm.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
+from rl4llm.studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
+from rl4llm.studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
+from rl4llm.studies.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
 from rl4llm.viz import estimator_charts as ec  # noqa: E402
 from rl4llm.viz import sequence_charts as sc  # noqa: E402
 
@@ -274,14 +274,14 @@ def test_a_line_chart_with_moving_points_stores_each_settings_own_x_its_error_ba
 from functools import lru_cache  # noqa: E402
 
 from rl4llm import REWARDS, estimator_variance, expected_reward, optimal_baseline, training_curves  # noqa: E402
-from rl4llm.estimators import jhat_study  # noqa: E402
-from rl4llm.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
-from rl4llm.statistics import t_quantile  # noqa: E402
-from rl4llm.two_step import two_spellings  # noqa: E402
+from rl4llm.math.estimators import jhat_study  # noqa: E402
+from rl4llm.studies.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
+from rl4llm.math.statistics import t_quantile  # noqa: E402
+from rl4llm.math.two_step import two_spellings  # noqa: E402
 from rl4llm import (TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_objective,  # noqa: E402
                     clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
-from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402
-from rl4llm.toy_grpo import grpo_slider_run  # noqa: E402
+from rl4llm.math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402
+from rl4llm.studies.toy_grpo import grpo_slider_run  # noqa: E402
 from rl4llm.viz import part1, part2, part3, part3_grpo  # noqa: E402
 
 
@@ -430,9 +430,9 @@ LINE_CHARTS.update(PART3_CHARTS)
 from functools import lru_cache  # noqa: E402
 
 from rl4llm import draws_per_kept_group, grpo_toy_run, memory_budget, run_over_seeds, schedule  # noqa: E402
-from rl4llm.memory import QWEN25_1_5B, shape_options  # noqa: E402
-from rl4llm.pass_at_k import pass_at_k  # noqa: E402
-from rl4llm.step_time import (H100_SXM, SCHEDULES, generation_seconds, training_seconds,  # noqa: E402
+from rl4llm.math.memory import QWEN25_1_5B, shape_options  # noqa: E402
+from rl4llm.math.pass_at_k import pass_at_k  # noqa: E402
+from rl4llm.math.step_time import (H100_SXM, SCHEDULES, generation_seconds, training_seconds,  # noqa: E402
                               weight_sync_seconds)
 from rl4llm.viz import real_runs as rr  # noqa: E402
 
@@ -520,8 +520,8 @@ PART5_LINES = {
                                                           for p in pass_curves().values()]),
                                      None, {"t"}, {"t": 8}),
 }
-# chapter 20: the spread of a sequence's capped weight, from the closed form (rl4llm.sampler_study)
-from rl4llm.sampler_study import CAP_RULES, lognormal_weight_moments  # noqa: E402
+# chapter 20: the spread of a sequence's capped weight, from the closed form (rl4llm.llm.sampler_study)
+from rl4llm.llm.sampler_study import CAP_RULES, lognormal_weight_moments  # noqa: E402
 from rl4llm.viz import sampler_charts  # noqa: E402
 
 PART5_LINES["20_sampler_trainer"] = (

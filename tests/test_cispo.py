@@ -1,4 +1,4 @@
-"""rl4llm.cispo.cispo_loss: its value and its autograd gradient against the closed form, TRL 1.16's own
+"""rl4llm.llm.cispo.cispo_loss: its value and its autograd gradient against the closed form, TRL 1.16's own
 ``_compute_loss`` with ``loss_type="cispo"`` on the same batch, and validation."""
 import tempfile
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rl4llm import grpo_loss
-from rl4llm.cispo import EPS_MAX, cispo_loss
+from rl4llm.llm.cispo import EPS_MAX, cispo_loss
 
 
 def _batch(seed=0, B=3, T=4):
@@ -60,10 +60,10 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
     parity batch of chapter 16: the same loss, gradient and ``cispo_clip_ratio``. At 0.28 (DAPO's width
     taken for a cap) every weight is capped."""
     pytest.importorskip("trl")
-    from rl4llm.model import GPT, GPTConfig, completion_logprobs
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
-    from rl4llm.hf_plumbing import quiet
+    from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+    from rl4llm.trl.plumbing import quiet
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())
@@ -90,7 +90,7 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
 
 def test_trl_kwargs_are_a_real_trl_config_whose_epsilon_high_is_the_cap(tmp_path):
     trl = pytest.importorskip("trl")
-    from rl4llm.trl_knobs import cispo_trl_kwargs
+    from rl4llm.trl.knobs import cispo_trl_kwargs
 
     args = trl.GRPOConfig(**cispo_trl_kwargs(5.0), output_dir=str(tmp_path), report_to="none", use_cpu=True)
     assert (args.loss_type, args.epsilon_high) == ("cispo", 5.0)

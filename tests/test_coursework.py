@@ -94,11 +94,11 @@ def test_every_checked_exercise_is_in_the_book_once():
 
 
 def test_every_exercise_has_a_kind_an_objective_and_points():
-    """Every exercise of the book (91 today) can be assigned: it has one of rl4llm.syllabus's kinds
+    """Every exercise of the book (91 today) can be assigned: it has one of rl4llm.course.syllabus's kinds
     (its title's, or UNTITLED_KINDS's for the titles that name none, and never both), an objective and
     its points."""
-    from rl4llm.coursework import exercises
-    from rl4llm.syllabus import KINDS, OBJECTIVES, UNTITLED_KINDS, kind, points
+    from rl4llm.course.assignments import exercises
+    from rl4llm.course.syllabus import KINDS, OBJECTIVES, UNTITLED_KINDS, kind, points
 
     everything = [e for path in CHAPTERS for e in exercises(path)]
     labels = [e.label for e in everything]
@@ -112,7 +112,7 @@ def test_every_exercise_has_a_kind_an_objective_and_points():
 
 def test_each_rubric_is_points_and_what_earns_them_and_adds_up():
     """A kind graded by hand (and the project) is worth what its rubric's criteria add up to."""
-    from rl4llm.syllabus import KINDS, POINTS, PROJECT, RUBRICS, total
+    from rl4llm.course.syllabus import KINDS, POINTS, PROJECT, RUBRICS, total
 
     assert set(POINTS) == set(KINDS) and set(RUBRICS) == {"written", "experiment"}
     for name, rubric, points in [*((k, r, POINTS[k]) for k, r in RUBRICS.items()),
@@ -122,8 +122,8 @@ def test_each_rubric_is_points_and_what_earns_them_and_adds_up():
 
 
 def test_every_experiment_is_worth_its_rubric():
-    from rl4llm.coursework import exercises
-    from rl4llm.syllabus import RUBRICS, kind, points, total
+    from rl4llm.course.assignments import exercises
+    from rl4llm.course.syllabus import RUBRICS, kind, points, total
 
     experiments = [e for path in CHAPTERS for e in exercises(path) if kind(e) == "experiment"]
     assert len(experiments) >= len(CHAPTERS) and {points(e) for e in experiments} == {total(RUBRICS["experiment"])}

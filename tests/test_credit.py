@@ -1,8 +1,8 @@
-"""Tests for rl4llm.credit: returns, TD errors and GAE (chapter 12)."""
+"""Tests for rl4llm.math.credit: returns, TD errors and GAE (chapter 12)."""
 import numpy as np
 import pytest
 
-from rl4llm.credit import (EXAMPLE_REWARDS, EXAMPLE_VALUES, advantage_table, discounted_returns, gae,
+from rl4llm.math.credit import (EXAMPLE_REWARDS, EXAMPLE_VALUES, advantage_table, discounted_returns, gae,
                            group_baseline_advantages, td_errors)
 
 #: Chapter 12's made-up episode: nothing until a win at the end, and a critic along the way.

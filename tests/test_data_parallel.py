@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.data_parallel import data_parallel_loss, normalisation_table, shard_slices
-from rl4llm.grpo import LOSS_TYPES, grpo_loss
-from rl4llm.model import GPT, GPTConfig
-from rl4llm.trainer import GRPOConfig
+from rl4llm.llm.data_parallel import data_parallel_loss, normalisation_table, shard_slices
+from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+from rl4llm.llm.model import GPT, GPTConfig
+from rl4llm.llm.trainer import GRPOConfig
 
 L = 5     # max_completion_length of the random batches
 
@@ -120,8 +120,8 @@ def test_shard_slices_and_bad_inputs():
 
 def test_normalisation_table_on_the_chapter_batch():
     """The chapter's float64 table: only bnpo moves, by the ratio the closed form gives."""
-    from rl4llm.model import completion_logprobs
-    from rl4llm.trl_parity import loss_batch
+    from rl4llm.llm.model import completion_logprobs
+    from rl4llm.trl.parity import loss_batch
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())
@@ -148,7 +148,7 @@ def test_normalisation_table_on_the_chapter_batch():
 
 def test_solution_four_processes():
     """Exercise ex-ch16-four-processes: with 4 processes of 2 rows, only bnpo moves."""
-    from rl4llm.trl_parity import loss_batch
+    from rl4llm.trl.parity import loss_batch
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())

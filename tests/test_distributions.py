@@ -10,6 +10,7 @@ from hypothesis.extra.numpy import arrays
 from rl4llm import (CORRECT, LOGITS, VOCAB, cross_entropy, decode_probs, entropy, kl_divergence, log_softmax,
                     onehot, sequence_probability, softmax)
 from rl4llm import toy
+from rl4llm.math.two_step import two_token_paths
 
 PI = np.array([0.1, 0.4, 0.2, 0.2, 0.1])
 FOUR, FIVE, SIX = VOCAB.index("4"), VOCAB.index("5"), VOCAB.index("6")
@@ -326,14 +327,14 @@ def test_kl_agrees_with_a_monte_carlo_estimate():
 
 # ---------------------------------------------------------------- sequence_probability
 def test_sequence_probabilities_of_the_two_strings():
-    paths = toy.two_token_paths()
+    paths = two_token_paths()
     assert sequence_probability(paths["5"]) == pytest.approx(0.16, rel=1e-13)
     assert sequence_probability(paths["05"]) == pytest.approx(0.02, rel=1e-13)
     assert sequence_probability(paths["5"]) / sequence_probability(paths["05"]) == pytest.approx(8.0)
 
 
 def test_log_probabilities_add():
-    for steps in toy.two_token_paths().values():
+    for steps in two_token_paths().values():
         assert math.log(sequence_probability(steps)) == pytest.approx(sum(math.log(s) for s in steps), rel=1e-13)
 
 
@@ -368,7 +369,7 @@ def _two_token_tree():
 def test_enumerating_the_two_token_tree_sums_to_one_and_matches_the_paths():
     leaves = _two_token_tree()
     assert sum(sequence_probability(s) for s in leaves.values()) == pytest.approx(1.0, abs=1e-14)
-    paths = toy.two_token_paths()
+    paths = two_token_paths()
     assert sequence_probability(leaves["5"]) == pytest.approx(sequence_probability(paths["5"]), rel=1e-14)
     assert sequence_probability(leaves["05"]) == pytest.approx(sequence_probability(paths["05"]), rel=1e-14)
 

@@ -1,14 +1,14 @@
-"""rl4llm.dynamic_sampling: the flat-group law against enumeration and simulation, the run against its
+"""rl4llm.studies.dynamic_sampling: the flat-group law against enumeration and simulation, the run against its
 exact path, and validation."""
 import itertools
 
 import numpy as np
 import pytest
 
-from rl4llm.dynamic_sampling import (draws_per_kept_group, dynamic_sampling_exact, dynamic_sampling_run,
+from rl4llm.studies.dynamic_sampling import (draws_per_kept_group, dynamic_sampling_exact, dynamic_sampling_run,
                                      flat_probability, groups_drawn_per_kept_group)
-from rl4llm.toy import LOGITS, REWARDS
-from rl4llm.distributions import softmax
+from rl4llm.toy.five_token import LOGITS, REWARDS
+from rl4llm.math.distributions import softmax
 
 
 def test_flat_probability_by_enumeration():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rl4llm import LOGITS, REWARDS, expected_reward, fisher_matrix, policy_gradient
-from rl4llm.estimators import estimator_variance, group_estimator_moments, optimal_baseline
+from rl4llm.math.estimators import estimator_variance, group_estimator_moments, optimal_baseline
 
 
 # ----------------------------------------------------------------------------- chapter 8
@@ -27,7 +27,7 @@ def test_chapter_8_the_group_mean_is_shrunk_to_seven_eighths_and_the_fair_ratios
 
 # ----------------------------------------------------------------------------- chapter 5
 def test_chapter_5_at_lr_0_1_the_highest_point_is_the_last_step():
-    from rl4llm.two_step import training_curves
+    from rl4llm.math.two_step import training_curves
     from rl4llm.viz.part1 import TRAINING_LR
     slow = training_curves(0.1, 25)["rl_05"]
     assert int(np.argmax(slow)) == 25 and slow[-1] > slow[-2]
@@ -38,7 +38,7 @@ def test_chapter_5_tree_gradient_is_the_derivative_of_the_reach_weighted_values(
     """The two-line derivation: dJ/dz_c = P(reach c) sum_t Q_c(t) dpi_c(t)/dz_c = P(reach c) pi_c (Q_c - V_c),
     with the softmax's Jacobian diag(pi) - pi pi^T, checked for the first token (reach 1)."""
     from rl4llm import softmax
-    from rl4llm.two_step import continuation_values, two_step_policy_gradient
+    from rl4llm.math.two_step import continuation_values, two_step_policy_gradient
     pi, q = softmax(LOGITS), continuation_values()[""]
     jacobian = np.diag(pi) - np.outer(pi, pi)
     np.testing.assert_allclose(jacobian @ q, two_step_policy_gradient()[""], atol=1e-12)
@@ -75,8 +75,8 @@ def test_chapters_14_and_16_trl_entropy_bonus_is_off_by_default_and_the_bridge_l
     trl = pytest.importorskip("trl")
     from dataclasses import fields
 
-    from rl4llm.trainer import chapter15_config
-    from rl4llm.trl_knobs import trl_config_kwargs
+    from rl4llm.llm.trainer import chapter15_config
+    from rl4llm.trl.knobs import trl_config_kwargs
     defaults = {f.name: f.default for f in fields(trl.GRPOConfig)}
     assert defaults["entropy_coef"] == 0.0 and defaults["use_adaptive_entropy"] is False
     assert {"entropy_target", "entropy_coef_delta", "entropy_coef_min", "entropy_coef_max"} <= set(defaults)
@@ -90,12 +90,12 @@ def test_trl_knobs_optim_is_unfused_while_the_trainer_runs_fused_adamw():
     trl = pytest.importorskip("trl")
     from dataclasses import fields
 
-    from rl4llm.trl_knobs import FIXED
+    from rl4llm.trl.knobs import FIXED
     assert FIXED["optim"] == "adamw_torch"
     assert {f.name: f.default for f in fields(trl.GRPOConfig)}["optim"] == "adamw_torch_fused"
     import inspect
 
-    from rl4llm import trainer
+    from rl4llm.llm import trainer
     assert "fused=True" in inspect.getsource(trainer.GRPOTrainer.__init__)
 
 
@@ -106,7 +106,7 @@ def test_chapter_15_grid_chart_is_live_over_every_stored_run():
     import json
     from pathlib import Path
 
-    from rl4llm.grid_study import GRID_COLUMNS, GRID_LRS, GRID_STEPS, lr_label
+    from rl4llm.llm.grid_study import GRID_COLUMNS, GRID_LRS, GRID_STEPS, lr_label
     from rl4llm.viz.charts import MIME_TYPE
     cells = json.loads((Path(__file__).resolve().parents[1] / "book" / "15_tiny_transformer.ipynb").read_text())["cells"]
     stored = [o["data"][MIME_TYPE] for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])

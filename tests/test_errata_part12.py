@@ -11,16 +11,16 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from rl4llm import CORRECT, LOGITS, PROMPT, REWARDS, addition_reward, estimator_variance, expected_reward  # noqa: E402
-from rl4llm.estimators import (gradient_samples, group_estimator_moments, jhat_distribution,  # noqa: E402
+from rl4llm.math.estimators import (gradient_samples, group_estimator_moments, jhat_distribution,  # noqa: E402
                                jhat_study, policy_gradient_by_finite_differences,
                                total_variance_and_standard_error)
-from rl4llm.onpolicy import SEED_RUN, learning_curve_band, repeated_band, seed_study  # noqa: E402
-from rl4llm.statistics import noise_floor, t_quantile, welch_dof  # noqa: E402
-from rl4llm.two_step import (answer_probabilities, expected_verifier_reward, two_step_policy,  # noqa: E402
+from rl4llm.studies.onpolicy import SEED_RUN, learning_curve_band, repeated_band, seed_study  # noqa: E402
+from rl4llm.math.statistics import noise_floor, t_quantile, welch_dof  # noqa: E402
+from rl4llm.math.two_step import (answer_probabilities, expected_verifier_reward, two_step_policy,  # noqa: E402
                              two_step_policy_gradient)
 from rl4llm.viz.part1 import draw_string_probabilities  # noqa: E402
 from rl4llm.viz.part2 import JHAT_GROUPS, REFERENCE_RUNS, draw_jhat, reference_spread  # noqa: E402
-from rl4llm.verifier import ASCII_WHITESPACE  # noqa: E402
+from rl4llm.toy.verifier import ASCII_WHITESPACE  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- chapter 3

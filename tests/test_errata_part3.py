@@ -15,12 +15,12 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from rl4llm import CORRECT, LOGITS, PROMPT, REWARDS, grpo_loss, softmax  # noqa: E402
-from rl4llm.estimators import group_count_law  # noqa: E402
+from rl4llm.math.estimators import group_count_law  # noqa: E402
 from rl4llm import with_correct_mass  # noqa: E402
-from rl4llm.toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, _two_step_logp,  # noqa: E402
+from rl4llm.studies.toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, _two_step_logp,  # noqa: E402
                              aggregation_weights, forward_kl_gradient, grpo_toy_run, k3_loss_gradient,
                              run_over_seeds, two_step_logits)
-from rl4llm.verifier import addition_reward  # noqa: E402
+from rl4llm.toy.verifier import addition_reward  # noqa: E402
 from test_toy_grpo import _hand_run  # noqa: E402
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"

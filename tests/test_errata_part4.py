@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.evaluation import k3_per_token
-from rl4llm.grpo import group_advantages
-from rl4llm.model import GPT
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
-from rl4llm.trl_knobs import TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
+from rl4llm.llm.evaluation import k3_per_token
+from rl4llm.llm.grpo import group_advantages
+from rl4llm.llm.model import GPT
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
+from rl4llm.trl.knobs import TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
 from rl4llm.viz.part4 import moving_median
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.warmstart import warm_start
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = AdditionTask(seed=0)

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.estimator_bias (chapter 17): the tasks' exact gradients by finite differences, the
+"""Tests for rl4llm.studies.estimator_bias (chapter 17): the tasks' exact gradients by finite differences, the
 token weights by autograd through grpo_loss, the exact moments by Monte Carlo (within 4 standard errors,
 fixed seeds) and by chapter 9's enumeration, and every bad input."""
 import numpy as np
@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from rl4llm import LOGITS, REWARDS, policy_gradient
-from rl4llm.estimator_bias import (ADVANTAGES, Task, advantages, estimate_of_group, estimator_moments,
+from rl4llm.studies.estimator_bias import (ADVANTAGES, Task, advantages, estimate_of_group, estimator_moments,
                                    one_step_task, sample_estimates, token_weights, two_step_task)
-from rl4llm.estimators import group_estimator_moments, total_variance_and_standard_error
-from rl4llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
-from rl4llm.toy_grpo import TWO_STEP_NEXT, aggregation_weights, two_step_answer_probs, two_step_logits
+from rl4llm.math.estimators import group_estimator_moments, total_variance_and_standard_error
+from rl4llm.llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
+from rl4llm.studies.toy_grpo import TWO_STEP_NEXT, aggregation_weights, two_step_answer_probs, two_step_logits
 
 from numerics import finite_difference
 
@@ -46,7 +46,7 @@ def test_one_group_estimate_is_minus_the_gradient_of_grpo_loss():
     group = np.array([2, 5, 1, 6, 5])
     names = list(TWO.answers)
     params = {c: torch.tensor(z, dtype=torch.float64, requires_grad=True) for c, z in two_step_logits().items()}
-    from rl4llm.toy_grpo import _two_step_logp
+    from rl4llm.studies.toy_grpo import _two_step_logp
     logp, mask = _two_step_logp(params, [names[i] for i in group])
     for advantage in ADVANTAGES:
         A = advantages(TWO.rewards[group], TWO.lengths[group], advantage)

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.estimators (chapters 6-9): every number of chapters.md rows 6-9 that lives
+"""Tests for rl4llm.math.estimators (chapters 6-9): every number of chapters.md rows 6-9 that lives
 here, each formula checked by an independent route (enumeration, Monte Carlo within 4 standard
 errors with a fixed seed, finite differences), and every bad input."""
 import itertools
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rl4llm import (CORRECT, LOGITS, REWARDS, expected_reward, policy_gradient, score, softmax)
-from rl4llm.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
+from rl4llm.math.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                                gradient_by_enumeration, gradient_by_finite_differences,
                                gradient_from_advantages, gradient_samples, group_count_law,
                                group_estimator_moments, group_mean_baseline_gradient, inverse_cdf,

@@ -6,7 +6,7 @@ import torch
 
 from rl4llm import gae, policy_gradient, score, sft_gradient, softmax
 from rl4llm.exercises import EXERCISES, check
-from rl4llm.grpo import group_advantages, grpo_loss
+from rl4llm.llm.grpo import group_advantages, grpo_loss
 from rl4llm import clipped_objective
 
 

@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from rl4llm import addition_reward, softmax
-from rl4llm.verifier import ASCII_WHITESPACE
-from rl4llm.data_parallel import data_parallel_loss, shard_slices
+from rl4llm.toy.verifier import ASCII_WHITESPACE
+from rl4llm.llm.data_parallel import data_parallel_loss, shard_slices
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises import part4
-from rl4llm.grpo import grpo_loss
-from rl4llm.toy_methods import run_exact_gradient
-from rl4llm.statistics import seeds_needed
-from rl4llm.verifier import EOS_MARKER
+from rl4llm.llm.grpo import grpo_loss
+from rl4llm.studies.toy_methods import run_exact_gradient
+from rl4llm.math.statistics import seeds_needed
+from rl4llm.toy.verifier import EOS_MARKER
 
 PART4 = {"ex-ch15-seeds": 15, "addition_reward": 15, "ex-ch16-split": 16, "data_parallel_loss": 16,
          "ex-ch21-k3": 21, "run_exact_gradient": 21}

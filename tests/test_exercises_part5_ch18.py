@@ -106,7 +106,7 @@ def test_the_group_mean_dynamic_sampling_experiments_numbers():
     0.341 (20 seeds; exact 0.414 and 0.337), +0.072 against a noise floor of 0.009, 2.25 groups drawn at
     the last step for its 2 kept."""
     from rl4llm import dynamic_sampling_exact, dynamic_sampling_run, verdict
-    from rl4llm.statistics import noise_floor
+    from rl4llm.math.statistics import noise_floor
 
     settings = dict(G=4, n_groups=2, steps=15, lr=0.25, advantage="group_mean")
     runs = {d: [dynamic_sampling_run(dynamic=d, seed=s, **settings) for s in range(20)] for d in (True, False)}

@@ -8,8 +8,8 @@ import torch
 
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
-from rl4llm.rollout_correction import importance_weights, off_policy_mask
-from rl4llm.sampler_study import lognormal_weight_moments
+from rl4llm.llm.rollout_correction import importance_weights, off_policy_mask
+from rl4llm.llm.sampler_study import lognormal_weight_moments
 
 CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl")
 

@@ -13,7 +13,7 @@ import pytest
 from grading_course import (ADVERSARIAL, ADVERSARIAL_BY_HAND, HANG, MARKERS, adversarial, answers,  # noqa: F401
                             generated_course, graded_cells, solution_cells, submission)
 
-from rl4llm.coursework import BEGIN, PARTS, answer_name
+from rl4llm.course.assignments import BEGIN, PARTS, answer_name
 from rl4llm.exercises import SPECS, NumericExercise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def test_the_course_is_written_from_the_chapters():
 def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
     """Each by-hand exercise of the book is in the part of its chapter: a solution cell that sets its
     answer's name, then a graded test cell worth the syllabus's points."""
-    from rl4llm.syllabus import POINTS
+    from rl4llm.course.syllabus import POINTS
 
     found = {}
     for part, nb in assignments().items():
@@ -51,8 +51,8 @@ def test_each_assignment_holds_what_the_syllabus_assigns_with_its_points():
     """A part's graded cells are the exercises the syllabus assigns from its chapters, each worth the
     syllabus's points: autograded cells for by-hand and coding work, manually graded answer cells for
     written work and experiments; so the plans and the gradebook add up the same."""
-    from rl4llm.coursework import exercises
-    from rl4llm.syllabus import RUBRICS, assigned, kind, points
+    from rl4llm.course.assignments import exercises
+    from rl4llm.course.syllabus import RUBRICS, assigned, kind, points
 
     chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
     for part, nb in assignments().items():
@@ -133,8 +133,8 @@ SOFTMAX = ("import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n"
      "uses the library's own function (rl4llm.exercises)"),
     ("calls the library", "softmax", "my_softmax", "import rl4llm\n\nmy_softmax = rl4llm.softmax\n", False,
      "uses the library's own function (rl4llm.softmax)"),
-    ("imports a module of the library", "gae", "my_gae", "from rl4llm.credit import gae as my_gae\n", False,
-     "uses the library's own function (rl4llm.credit)"),
+    ("imports a module of the library", "gae", "my_gae", "from rl4llm.math.credit import gae as my_gae\n", False,
+     "uses the library's own function (rl4llm.math)"),
     ("gets round the block", "softmax", "my_softmax",
      "import sys\n\ndel sys.modules['rl4llm']\nsys.meta_path.pop(0)\nimport rl4llm\n\nmy_softmax = rl4llm.softmax\n",
      False, "No module named 'rl4llm'"),
@@ -160,21 +160,21 @@ SOFTMAX = ("import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n"
      "    return np.eye(len(logits))[y] - softmax(logits)\n", True, "Correct:"),
 ])
 def test_the_sandbox_grades_each_way_a_submission_can_go(how, exercise, function, source, correct, says):
-    from rl4llm.grading.sandbox import grade
+    from rl4llm.course.grading.sandbox import grade
     result = grade(exercise, source, function, timeout=3 if how == "hangs" else HANG)
     print(f"{how}: {result.seconds:.2f} s")
     assert result.correct is correct and says in result.message, (how, result.message)
 
 
 def test_the_sandbox_lets_data_parallel_loss_call_grpo_loss():
-    """Exercise 16.6 may call grpo_loss (from rl4llm.grpo, as its starter does), and nothing else there."""
-    from rl4llm.grading.sandbox import grade
+    """Exercise 16.6 may call grpo_loss (from rl4llm.llm.grpo, as its starter does), and nothing else there."""
+    from rl4llm.course.grading.sandbox import grade
     nb = json.loads((ROOT / "course" / "source" / "part4" / "part4.ipynb").read_text())
     cell = next(c for c in solution_cells(nb) if c["metadata"]["nbgrader"]["grade_id"] == "ch16-write-data-parallel")
     source = MARKERS.sub("", "".join(cell["source"]))
     assert grade("data_parallel_loss", source, "my_data_parallel_loss", timeout=HANG * 3).correct
-    cheat = "from rl4llm.data_parallel import data_parallel_loss as my_data_parallel_loss\n"
-    assert "rl4llm.data_parallel" in grade("data_parallel_loss", cheat, "my_data_parallel_loss", timeout=HANG * 3).message
+    cheat = "from rl4llm.llm.data_parallel import data_parallel_loss as my_data_parallel_loss\n"
+    assert "rl4llm.llm.data_parallel" in grade("data_parallel_loss", cheat, "my_data_parallel_loss", timeout=HANG * 3).message
 
 
 #: A by-hand cell as the release has it (the stub), and Exercise 7.1's answer's name and slips.
@@ -206,13 +206,13 @@ NAME = answer_name("7.1")
 def test_the_sandbox_grades_each_way_a_by_hand_answer_can_go(how, source, correct, says):
     """A by-hand cell runs alone, with nothing of the library importable; the number (or text) it
     leaves in its answer's name gets check()'s verdict, computed in the grader's process."""
-    from rl4llm.grading.sandbox import grade
+    from rl4llm.course.grading.sandbox import grade
     result = grade("ex-ch07-partial-credit", source, NAME, timeout=3 if how == "hangs" else HANG)
     assert result.correct is correct and says in result.message, (how, result.message)
 
 
 def test_grade_refuses_what_is_not_a_checked_exercise():
-    from rl4llm.grading.sandbox import grade
+    from rl4llm.course.grading.sandbox import grade
     with pytest.raises(ValueError, match="exercise_id"):
         grade("ex-ch07-sum-zero", SOFTMAX, "my_softmax")
     with pytest.raises(ValueError, match="function"):

@@ -1,4 +1,4 @@
-"""The grading sandbox (rl4llm.grading.bubblewrap, rl4llm.grading.nbgrader_sandbox): what a submission
+"""The grading sandbox (rl4llm.course.grading.bubblewrap, rl4llm.course.grading.nbgrader_sandbox): what a submission
 can see and do there, and a class graded by the one command with attackers and careless students in
 it: each attack scores 0 and changes no classmate's grade, each careless student's slip costs only
 that student, re-running nbgrader alone changes no score, and the pytest route agrees cell by cell."""
@@ -16,8 +16,8 @@ import pytest
 from grading_course import (HANG, MARKERS, answers, generated_course, grade_class, scores_in,  # noqa: F401
                             solution_cells, submission, write)
 
-from rl4llm.grading import bubblewrap
-from rl4llm.grading.gradebook import feedback_texts
+from rl4llm.course.grading import bubblewrap
+from rl4llm.course.grading.gradebook import feedback_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +119,7 @@ def test_a_daemon_dies_with_its_sandbox(tmp_path):
 
 def test_grading_refuses_to_run_without_a_working_bwrap(tmp_path, monkeypatch):
     """No bwrap, or a bwrap that cannot make its namespaces: SandboxUnavailable, never a run outside."""
-    from rl4llm.grading.sandbox import grade
+    from rl4llm.course.grading.sandbox import grade
 
     broken = tmp_path / "bin"
     broken.mkdir()
@@ -132,7 +132,7 @@ def test_grading_refuses_to_run_without_a_working_bwrap(tmp_path, monkeypatch):
             grade("softmax", "def my_softmax(z, t=1.0):\n    return z\n", "my_softmax")
     monkeypatch.undo()
     bubblewrap.require.cache_clear()
-    result = subprocess.run([sys.executable, "-m", "rl4llm.grading", "autograde", str(ROOT / "course"), "part1"],
+    result = subprocess.run([sys.executable, "-m", "rl4llm.course.grading", "autograde", str(ROOT / "course"), "part1"],
                             capture_output=True, text=True, env={**os.environ, "PATH": str(broken)})
     assert result.returncode == 3 and "refusing to grade" in result.stderr, result.stderr
 
@@ -229,7 +229,7 @@ def _cell_scores(course: Path, student: str) -> dict[str, float]:
 
 
 def test_each_attack_scores_zero_and_no_classmate_changes(class_graded):
-    from rl4llm.syllabus import POINTS
+    from rl4llm.course.syllabus import POINTS
 
     course, log, marker, junit = class_graded
     exercises = answers(course, "part1")[2]

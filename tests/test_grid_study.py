@@ -1,10 +1,10 @@
-"""Chapter 15's grid (rl4llm.grid_study): the sweep's cells, the differences it reads and its claims."""
+"""Chapter 15's grid (rl4llm.llm.grid_study): the sweep's cells, the differences it reads and its claims."""
 import numpy as np
 
-from rl4llm.grid_study import GRID_COLUMNS, grid_claims, grid_differences, grid_sweep, lr_label
-from rl4llm.model import GPT, GPTConfig
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig
+from rl4llm.llm.grid_study import GRID_COLUMNS, grid_claims, grid_differences, grid_sweep, lr_label
+from rl4llm.llm.model import GPT, GPTConfig
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig
 
 LRS = ("lr=3e-04", "lr=1e-03", "lr=1e-02")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rl4llm import group_advantages, grpo_loss
-from rl4llm.loss_types import LOSS_TYPES
+from rl4llm.math.loss_types import LOSS_TYPES
 
 
 # ---------- group_advantages ----------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rl4llm.coursework import exercises
+from rl4llm.course.assignments import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "07_score_function.ipynb"

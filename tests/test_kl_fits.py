@@ -1,11 +1,11 @@
-"""Forward vs reverse KL fits of a one-peaked q to a two-peaked p (rl4llm.kl_fits)."""
+"""Forward vs reverse KL fits of a one-peaked q to a two-peaked p (rl4llm.math.kl_fits)."""
 import math
 
 import numpy as np
 import pytest
 
 from rl4llm import kl_divergence
-from rl4llm.kl_fits import DIRECTIONS, discretised_peak, fit_single_peak, kl_grid, two_peaked
+from rl4llm.math.kl_fits import DIRECTIONS, discretised_peak, fit_single_peak, kl_grid, two_peaked
 
 CENTRES = np.arange(0.0, 60.0, 2.0)
 WIDTHS = np.arange(1.0, 16.0, 1.0)

@@ -1,18 +1,18 @@
 """The KL knobs of grpo_loss and the trainer (chapters 16-17), the trainer's TRL-named metrics and chapter 19's
-runs (rl4llm.run_reading): formulas against independent routes, validation, and the defaults left as they were."""
+runs (rl4llm.llm.run_reading): formulas against independent routes, validation, and the defaults left as they were."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from rl4llm.grpo import KL_ESTIMATORS, group_advantages, grpo_loss
-from rl4llm.kl_leashes import kl_estimators
-from rl4llm.model import GPT, GPTConfig, completion_logprobs
-from rl4llm.run_reading import RUNS, TaggedAnswerTask, first_step, train_runs
-from rl4llm.tasks import AdditionTask
-from rl4llm.toy import LOGITS
-from rl4llm.trainer import CLIP_METRICS, METRIC_ALIASES, METRICS, GRPOConfig, GRPOTrainer, metric_log
+from rl4llm.llm.grpo import KL_ESTIMATORS, group_advantages, grpo_loss
+from rl4llm.studies.kl_leashes import kl_estimators
+from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
+from rl4llm.llm.run_reading import RUNS, TaggedAnswerTask, first_step, train_runs
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.toy.five_token import LOGITS
+from rl4llm.llm.trainer import CLIP_METRICS, METRIC_ALIASES, METRICS, GRPOConfig, GRPOTrainer, metric_log
 
 
 def batch(seed=0, B=6, T=5):
@@ -105,7 +105,7 @@ def test_bad_kl_knobs():
 # ---- the trainer ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def warm():
-    from rl4llm.warmstart import warm_start
+    from rl4llm.llm.warmstart import warm_start
     return warm_start().model
 
 
@@ -239,7 +239,7 @@ def test_chapter_19_by_hand_exercises(exercise, expected):
 def test_the_sampler_mismatch_is_logged_under_trls_names(warm):
     """With a rollout engine (chapter 20) the trainer logs TRL's sampling/* metrics: the gap between the
     trainer's and the sampler's log-probs and the importance weights; without one they are NaN."""
-    from rl4llm.trainer import SAMPLING_METRICS
+    from rl4llm.llm.trainer import SAMPLING_METRICS
 
     own = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY)).train(1, progress=False)
     assert all(math.isnan(own.metrics[k][0]) for k in SAMPLING_METRICS)

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.kl_leashes (chapter 17): the three estimators against their formulas and the
+"""Tests for rl4llm.studies.kl_leashes (chapter 17): the three estimators against their formulas and the
 exact KL by enumeration and Monte Carlo; each leash's expected gradient by autograd against the closed
 forms of both KL directions, against finite differences of the KL, and against Monte Carlo; the
 training runs against their exact paths; and every bad input."""
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from rl4llm import LOGITS, kl_divergence, kl_estimators, softmax
-from rl4llm.estimators import sample_groups
-from rl4llm.kl_leashes import (LEASH_DIRECTIONS, LEASHES, kl_estimator_moments, leash_exact_run,
+from rl4llm.math.estimators import sample_groups
+from rl4llm.studies.kl_leashes import (LEASH_DIRECTIONS, LEASHES, kl_estimator_moments, leash_exact_run,
                                   leash_gradient, leash_run, moved_policy)
-from rl4llm.toy_grpo import forward_kl_gradient, k3_loss_gradient, reverse_kl_gradient
+from rl4llm.studies.toy_grpo import forward_kl_gradient, k3_loss_gradient, reverse_kl_gradient
 
 from numerics import finite_difference
 

@@ -3,7 +3,7 @@
 One launch of two CPU processes (gloo) with the repository's accelerate configuration, a few steps:
 both finish, hold the same weights after every update, the main one logs TRL's metrics, and the
 all-reduced gradient of one fixed batch (TRL's own loss, DDP's real all-reduce) equals the
-in-process simulation ``rl4llm.data_parallel.data_parallel_loss`` for every loss type.
+in-process simulation ``rl4llm.llm.data_parallel.data_parallel_loss`` for every loss type.
 """
 import json
 import os
@@ -72,12 +72,12 @@ def test_every_process_holds_the_same_weights_after_every_update(launched):
 
 def test_launched_all_reduce_equals_the_in_process_simulation(launched):
     """TRL's _compute_loss on each process's half, DDP's all-reduce over gloo, against data_parallel_loss."""
-    from rl4llm.data_parallel import data_parallel_loss
-    from rl4llm.grpo import LOSS_TYPES, grpo_loss
-    from rl4llm.model import completion_logprobs
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_parity import loss_batch
-    from rl4llm.warmstart import warm_start
+    from rl4llm.llm.data_parallel import data_parallel_loss
+    from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+    from rl4llm.llm.model import completion_logprobs
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.parity import loss_batch
+    from rl4llm.llm.warmstart import warm_start
 
     out, _ = launched
     saved = torch.load(out / "normalisation.pt")

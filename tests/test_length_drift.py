@@ -1,13 +1,13 @@
-"""Tests for rl4llm.length_drift (chapter 17): DAPO's soft punishment against its definition, the masked
+"""Tests for rl4llm.studies.length_drift (chapter 17): DAPO's soft punishment against its definition, the masked
 token weights against autograd through grpo_loss, the length toy's exact expected step against Monte
 Carlo, the drift directions of the exact paths, the seeded runs, and every bad input."""
 import numpy as np
 import pytest
 import torch
 
-from rl4llm.estimator_bias import advantages, estimator_moments, sample_estimates, token_weights
-from rl4llm.grpo import LOSS_TYPES, grpo_loss
-from rl4llm.length_drift import (LENGTH_CAP, OVERLONG, length_drift_exact, length_drift_run, length_task,
+from rl4llm.studies.estimator_bias import advantages, estimator_moments, sample_estimates, token_weights
+from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+from rl4llm.studies.length_drift import (LENGTH_CAP, OVERLONG, length_drift_exact, length_drift_run, length_task,
                                  soft_overlong_penalty)
 
 

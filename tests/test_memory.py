@@ -1,4 +1,4 @@
-"""rl4llm.memory and rl4llm.step_time (chapter 19): the bytes and seconds of a real run, checked against
+"""rl4llm.math.memory and rl4llm.math.step_time (chapter 19): the bytes and seconds of a real run, checked against
 published figures (ZeRO's paper, the 16 bytes a parameter of mixed-precision AdamW, Llama-2-7B's KV cache,
 Qwen2.5's vocabulary) and against independent routes (a loop for the vectorised decoding sum)."""
 import math
@@ -7,8 +7,8 @@ import pytest
 
 from rl4llm import (generation_seconds, kv_bytes_per_token, memory_budget, schedule, training_seconds,
                     weight_sync_seconds)
-from rl4llm.memory import LLAMA2_7B, PARTS, QWEN25_1_5B, SHARDING, shape_options
-from rl4llm.step_time import H100_SXM, SCHEDULES
+from rl4llm.math.memory import LLAMA2_7B, PARTS, QWEN25_1_5B, SHARDING, shape_options
+from rl4llm.math.step_time import H100_SXM, SCHEDULES
 
 GB, MiB = 1e9, 2 ** 20
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
@@ -163,7 +163,7 @@ def test_the_kv_cache_limits_how_many_sequences_decode_at_once():
     """64 sequences of 512 + 4096 tokens with Llama-2-7B's cache (0.5 MiB a token) need 154.6 GB; an 80 GB
     GPU holding 14 GB of bf16 weights fits 27 of them, so they decode in waves of 27, 27 and 10, each wave
     the same as a separate call; Qwen2.5-7B's grouped-query cache (4 KV heads, 56 KiB a token) fits 249."""
-    from rl4llm.step_time import concurrent_sequences
+    from rl4llm.math.step_time import concurrent_sequences
 
     F, W, M = 0.4 * H100_SXM["bf16_flops"], H100_SXM["memory_bandwidth"], H100_SXM["memory_bytes"]
     llama, qwen = kv_bytes_per_token(32, 32, 128), kv_bytes_per_token(28, 4, 128)

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from rl4llm.model import GPT, GPTConfig, completion_logprobs, from_gpt2, sample, to_gpt2
-from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
+from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, from_gpt2, sample, to_gpt2
+from rl4llm.llm.tasks import MAX_COMPLETION_LEN, AdditionTask
 
 TASK = AdditionTask(seed=0)
 EOS, PAD = TASK.tokenizer.eos_id, TASK.tokenizer.pad_id

@@ -1,4 +1,4 @@
-"""Tests for rl4llm.onpolicy (chapters 6, 7, 9): the on-policy loop, its many-seed version, the
+"""Tests for rl4llm.studies.onpolicy (chapters 6, 7, 9): the on-policy loop, its many-seed version, the
 slider studies, and bad input."""
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from rl4llm import CORRECT, LOGITS, REWARDS, score, sft_step, softmax
-from rl4llm.estimators import expected_policy_after_step
-from rl4llm.onpolicy import (learning_curve_band, on_policy_loop, on_policy_loop_plain, on_policy_runs,
+from rl4llm.math.estimators import expected_policy_after_step
+from rl4llm.studies.onpolicy import (learning_curve_band, on_policy_loop, on_policy_loop_plain, on_policy_runs,
                              repeated_band, rl_and_sft_steps, seed_study)
 
 PI = softmax(LOGITS)

@@ -1,11 +1,11 @@
-"""rl4llm.pass_at_k: the exact value, the unbiased estimator (exact mean over the binomial law and Monte
+"""rl4llm.math.pass_at_k: the exact value, the unbiased estimator (exact mean over the binomial law and Monte
 Carlo), the plug-in estimate's bias, and validation."""
 import math
 
 import numpy as np
 import pytest
 
-from rl4llm.pass_at_k import pass_at_k, pass_at_k_estimate, pass_at_k_estimate_mean
+from rl4llm.math.pass_at_k import pass_at_k, pass_at_k_estimate, pass_at_k_estimate_mean
 
 
 def test_exact_values():

@@ -1,7 +1,7 @@
 """The chapters run as on another CPU, and the helpers that say so.
 
 Every chapter's kernel starts with torch forced onto another instruction set's kernels
-(the repository's ``conftest.py``, through ``rl4llm.portability.other_capability``) and an empty warm-start cache,
+(the repository's ``conftest.py``, through ``rl4llm.llm.portability.other_capability``) and an empty warm-start cache,
 so the main run's strict nbval already checks the stored outputs on a CPU that did not write them. These
 tests check the pieces: which capability that is, and that a kernel started the way the chapters' are
 really dispatches to it.
@@ -10,7 +10,7 @@ import os
 
 import pytest
 import torch
-from rl4llm.portability import capability_under, other_capability, print_claims
+from rl4llm.llm.portability import capability_under, other_capability, print_claims
 
 
 def test_capability_under_reports_what_torch_dispatches_to():

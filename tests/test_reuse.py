@@ -1,4 +1,4 @@
-"""Tests for reusing samples: rl4llm.importance_sampling (chapter 10), rl4llm.trust_region and rl4llm.ppo_clip
+"""Tests for reusing samples: rl4llm.math.importance_sampling (chapter 10), rl4llm.math.trust_region and rl4llm.math.ppo_clip
 (chapter 11)."""
 import ast
 import pathlib
@@ -13,7 +13,7 @@ from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, c
                     importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
                     importance_weighted_variance, kl_divergence, policy_gradient, policy_gradient_step, policy_kl,
                     ppo_inner_steps, score, softmax, trust_region_step, with_correct_mass)
-from rl4llm.estimators import jhat_distribution
+from rl4llm.math.estimators import jhat_distribution
 from numerics import finite_difference
 
 #: A group of G = 8 toy answers: 4, 4, 5, 6, 4, 0, 5, 15 (two of eight correct).

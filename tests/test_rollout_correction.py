@@ -1,4 +1,4 @@
-"""Chapter 20's correction for a sampler that is not the trainer (rl4llm.rollout_correction), checked against
+"""Chapter 20's correction for a sampler that is not the trainer (rl4llm.llm.rollout_correction), checked against
 TRL 1.16's own code on the same batch: its importance weights (the lines of
 GRPOTrainer._generate_and_score_completions that compute them, run as TRL wrote them), its off-policy sequence
 mask (GRPOTrainer.get_off_policy_mask) and the loss and gradient of GRPOTrainer._compute_loss."""
@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rl4llm.grpo import grpo_loss
-from rl4llm.hf_plumbing import quiet
-from rl4llm.loss_types import LOSS_TYPES
-from rl4llm.model import GPT, GPTConfig, Rollout, completion_logprobs
-from rl4llm.rollout_correction import (IMPORTANCE_SAMPLING_MODES, importance_weights, off_policy_mask,
+from rl4llm.llm.grpo import grpo_loss
+from rl4llm.trl.plumbing import quiet
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.llm.model import GPT, GPTConfig, Rollout, completion_logprobs
+from rl4llm.llm.rollout_correction import (IMPORTANCE_SAMPLING_MODES, importance_weights, off_policy_mask,
                                        sampler_gap, weighted_advantages)
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import Batch, GRPOConfig, GRPOTrainer
-from rl4llm.trl_parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import Batch, GRPOConfig, GRPOTrainer
+from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 
 trl = pytest.importorskip("trl")
 

@@ -1,15 +1,15 @@
-"""Chapter 20's rollout engine (rl4llm.rollout_engine) and the trainer with a sampler that is not the trainer:
+"""Chapter 20's rollout engine (rl4llm.llm.rollout_engine) and the trainer with a sampler that is not the trainer:
 lower precision, stale weights, TRL's knobs in GRPOConfig, defaults that leave training as it was."""
 import dataclasses
 
 import pytest
 import torch
 
-from rl4llm.model import GPT, GPTConfig, completion_logprobs, sample
-from rl4llm.rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
-from rl4llm.tasks import MAX_COMPLETION_LEN, AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, sample
+from rl4llm.llm.rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
+from rl4llm.llm.tasks import MAX_COMPLETION_LEN, AdditionTask
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
+from rl4llm.llm.warmstart import warm_start
 
 TASK = AdditionTask(0, 500)
 TOK = TASK.tokenizer

@@ -1,4 +1,4 @@
-"""Chapter 20's measurements (rl4llm.sampler_study): the gaps a rollout engine leaves, what the caps change, and
+"""Chapter 20's measurements (rl4llm.llm.sampler_study): the gaps a rollout engine leaves, what the caps change, and
 the closed-form moments of a capped log-normal weight against Monte Carlo."""
 import dataclasses
 import math
@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.rollout_engine import RolloutEngine
-from rl4llm.sampler_study import (CAP_RULES, engine_gaps, gap_summary, lognormal_weight_moments, staleness_gaps,
+from rl4llm.llm.rollout_engine import RolloutEngine
+from rl4llm.llm.sampler_study import (CAP_RULES, engine_gaps, gap_summary, lognormal_weight_moments, staleness_gaps,
                                   weight_summary)
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig
+from rl4llm.llm.warmstart import warm_start
 
 TASK = AdditionTask(0, 500)
 

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("altair")
 
-from rl4llm.sequence_ratios import chain_sequences, reweighted_moments  # noqa: E402
+from rl4llm.studies.sequence_ratios import chain_sequences, reweighted_moments  # noqa: E402
 from rl4llm.viz import sequence_charts as sc  # noqa: E402
 
 

@@ -1,13 +1,13 @@
-"""rl4llm.sequence_kl: the answers' KL gradient on the two-step toy against finite differences, Monte
+"""rl4llm.studies.sequence_kl: the answers' KL gradient on the two-step toy against finite differences, Monte
 Carlo and autograd; what each per-token penalty keeps of it; validation."""
 import numpy as np
 import pytest
 import torch
 
-from rl4llm.distributions import softmax
-from rl4llm.sequence_kl import PARAMETERS, PER_TOKEN, _moved, answer_kl, sequence_kl_gradients
-from rl4llm.toy import LOGITS
-from rl4llm.two_step import ANSWERS, CHOICES, two_step_policy
+from rl4llm.math.distributions import softmax
+from rl4llm.studies.sequence_kl import PARAMETERS, PER_TOKEN, _moved, answer_kl, sequence_kl_gradients
+from rl4llm.toy.five_token import LOGITS
+from rl4llm.math.two_step import ANSWERS, CHOICES, two_step_policy
 
 
 def _perturbed(policy, i, h):

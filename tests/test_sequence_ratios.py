@@ -1,11 +1,11 @@
-"""rl4llm.sequence_ratios: the enumeration against its definitions, against Monte Carlo and against
+"""rl4llm.studies.sequence_ratios: the enumeration against its definitions, against Monte Carlo and against
 grpo_loss's autograd (the clip rule), and its validation."""
 import numpy as np
 import pytest
 import torch
 
 from rl4llm import grpo_loss, sequence_ratio
-from rl4llm.sequence_ratios import (CHAIN_MAX_EXACT, WEIGHTINGS, chain_sequences, reweighted_moments,
+from rl4llm.studies.sequence_ratios import (CHAIN_MAX_EXACT, WEIGHTINGS, chain_sequences, reweighted_moments,
                                     sample_chain, token_coefficients, two_step_sequences)
 
 
@@ -69,7 +69,7 @@ def test_the_clipped_coefficients_are_grpo_loss_gradients(level, weighting, eps)
 
 @pytest.mark.parametrize("weighting", WEIGHTINGS)
 def test_monte_carlo_agrees_with_the_enumeration(weighting):
-    from rl4llm.sequence_ratios import sample_reweighted
+    from rl4llm.studies.sequence_ratios import sample_reweighted
     exact = reweighted_moments(chain_sequences(3, 2, 1.0), weighting)
     mc = sample_reweighted(sample_chain(3, 40000, seed=1, steps=2, lr=1.0), weighting)
     assert np.all(np.abs(mc["mean"] - exact["mean"]) < 5 * mc["mean_se"] + 1e-12)
@@ -90,6 +90,6 @@ def test_validation():
         reweighted_moments(two_step_sequences(), "token_clip", eps_low=1.5)
     with pytest.raises(ValueError, match="task must be a SequenceTask"):
         reweighted_moments("toy", "token")
-    from rl4llm.sequence_ratios import sample_reweighted
+    from rl4llm.studies.sequence_ratios import sample_reweighted
     with pytest.raises(ValueError, match="at least 2 sampled answers"):
         sample_reweighted(sample_chain(2, 1, seed=0), "token")

@@ -8,7 +8,7 @@ import pytest
 from rl4llm import (CORRECT, EOS_MARKER, LOGITS, PROMPT, VOCAB, addition_reward, cross_entropy, decode_probs,
                     entropy, fit_single_peak, kl_divergence, sequence_probability, sft_gradient, sft_step,
                     softmax, two_peaked)
-from rl4llm.two_step import (answer_probabilities, string_probabilities, training_curves, two_spellings,
+from rl4llm.math.two_step import (answer_probabilities, string_probabilities, training_curves, two_spellings,
                              two_step_policy, two_step_sft_gradient)
 from numerics import finite_difference
 

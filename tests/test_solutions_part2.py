@@ -12,12 +12,12 @@ import pytest
 
 from rl4llm import (CORRECT, LOGITS, REWARDS, estimator_variance, expected_reward, optimal_baseline,
                     policy_gradient, score, sft_gradient, softmax)
-from rl4llm.estimators import (gradient_by_finite_differences, group_estimator_moments,
+from rl4llm.math.estimators import (gradient_by_finite_differences, group_estimator_moments,
                                group_mean_baseline_gradient, jhat_distribution, jhat_samples,
                                leave_one_out_gradient, sample_groups, std_and_standard_error, variance_curve,
                                zero_signal_probability)
-from rl4llm.onpolicy import SEED_RUN, learning_curve_band, repeated_band, seed_study
-from rl4llm.statistics import noise_floor, t_quantile
+from rl4llm.studies.onpolicy import SEED_RUN, learning_curve_band, repeated_band, seed_study
+from rl4llm.math.statistics import noise_floor, t_quantile
 
 PI = softmax(LOGITS)
 

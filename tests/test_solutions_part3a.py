@@ -9,7 +9,7 @@ from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, c
                     clipped_surrogate_gradient, drift_case, gae, importance_weighted_jhat_distribution,
                     importance_weighted_jhat_samples, importance_weighted_variance, policy_gradient,
                     policy_kl, ppo_inner_steps, score, softmax, td_errors, trust_region_step)
-from rl4llm.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, discounted_returns
+from rl4llm.math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, discounted_returns
 from rl4llm.exercises.part3 import BOOSTED_LOGITS
 from rl4llm import clip_binds, clipped_objective_grad, drift_variance_ratio, importance_ratios, with_correct_mass
 from rl4llm.viz.part3 import DRIFT, GAE

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.estimators import zero_signal_probability
-from rl4llm.grpo import group_advantages
-from rl4llm.statistics import noise_floor
-from rl4llm.toy_grpo import SLIDER_RUN, aggregation_weights, grpo_toy_run, run_over_seeds
+from rl4llm.math.estimators import zero_signal_probability
+from rl4llm.llm.grpo import group_advantages
+from rl4llm.math.statistics import noise_floor
+from rl4llm.studies.toy_grpo import SLIDER_RUN, aggregation_weights, grpo_toy_run, run_over_seeds
 
 SEEDS = range(8)
 

@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from rl4llm import CORRECT, LOGITS, REWARDS, group_advantages, grpo_loss, softmax
-from rl4llm import toy_methods
-from rl4llm.estimators import gradient_samples, group_count_law
-from rl4llm.onpolicy import on_policy_loop
+from rl4llm.studies import toy_methods
+from rl4llm.math.estimators import gradient_samples, group_count_law
+from rl4llm.studies.onpolicy import on_policy_loop
 from rl4llm import with_correct_mass
-from rl4llm.statistics import noise_floor, standard_error, verdict
-from rl4llm.toy_grpo import run_over_seeds
+from rl4llm.math.statistics import noise_floor, standard_error, verdict
+from rl4llm.studies.toy_grpo import run_over_seeds
 from rl4llm.viz.charts import MIME_TYPE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -255,7 +255,7 @@ CH15, CH16, CH21 = (BOOK / "15_tiny_transformer.ipynb", BOOK / "16_to_trl.ipynb"
 
 # ----------------------------------------------------------------------------- ex-ch15-seeds
 def test_ch15_seeds_solution():
-    from rl4llm.statistics import seeds_needed, t_quantile
+    from rl4llm.math.statistics import seeds_needed, t_quantile
     s, d = 0.04, 0.03
     assert round(8 * s ** 2 / d ** 2, 2) == 14.22
     assert seeds_needed(s, d) == 15
@@ -273,7 +273,7 @@ def test_ch15_verifier_solution():
     import sys
 
     from rl4llm import addition_reward
-    from rl4llm.verifier import EOS_MARKER
+    from rl4llm.toy.verifier import EOS_MARKER
     assert sys.get_int_max_str_digits() == 4300
     with pytest.raises(ValueError):
         int("7" * 4301)
@@ -304,7 +304,7 @@ def test_ch15_break_solution_states_the_grid_claims():
     """The solution's statements are the grid's printed claims, each weighed against the floor for two
     single runs (one seed per cell; nbval re-checks them on every run, in a kernel on another CPU's
     kernels); the flat-pair bound holds for all p."""
-    printed = _stored_output(CH15, "print_claims(grid_claims(")      # the claims live in rl4llm.grid_study
+    printed = _stored_output(CH15, "print_claims(grid_claims(")      # the claims live in rl4llm.llm.grid_study
     assert all(claim in printed for claim in GRID_CLAIMS), printed
     solution = _solution(CH15, "ex-ch15-break")
     for phrase in ("ends below the warm start (0.2680), by more than the floor for two single runs",
@@ -321,8 +321,8 @@ def test_ch15_break_solution_states_the_grid_claims():
 
 # ============================================================================= chapter 16
 def test_ch16_units_solution():
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_knobs import trl_config_kwargs
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.knobs import trl_config_kwargs
     kwargs = trl_config_kwargs(GRPOConfig(prompts_per_step=16, group_size=8, inner_steps=2, steps=300,
                                           warmup_steps=10))
     assert {k: kwargs[k] for k in ("per_device_train_batch_size", "num_generations", "num_iterations", "max_steps",
@@ -338,7 +338,7 @@ def _split_tensors():
 
 
 def test_ch16_split_solution():
-    from rl4llm.data_parallel import data_parallel_loss
+    from rl4llm.llm.data_parallel import data_parallel_loss
     logp, A, mask = _split_tensors()
     loss = {(P, t): float(data_parallel_loss(logp, logp, A, mask, num_processes=P, loss_type=t)[0])
             for P in (1, 2) for t in ("bnpo", "dapo", "grpo")}
@@ -359,11 +359,11 @@ def test_ch16_split_solution():
 @pytest.fixture(scope="module")
 def default_lr_run():
     """Chapter 16's TRL run with TRL's default learning rate (about half a minute on one CPU thread)."""
-    from rl4llm.tasks import AdditionTask
-    from rl4llm.trainer import GRPOConfig
-    from rl4llm.trl_knobs import trl_config_kwargs, trl_defaults
-    from rl4llm.trl_run import train_with_trl
-    from rl4llm.warmstart import warm_start
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.knobs import trl_config_kwargs, trl_defaults
+    from rl4llm.trl.run import train_with_trl
+    from rl4llm.llm.warmstart import warm_start
     recipe = GRPOConfig(seed=0, steps=150, prompts_per_step=32, group_size=8, lr=1e-3, warmup_steps=20,
                         anneal_lr=True, eval_every=25, log_kl=False, device="cpu")
     defaults = trl_defaults(["learning_rate"])
@@ -426,7 +426,7 @@ def test_ch21_k3_solution():
 
 # ----------------------------------------------------------------------------- ex-ch21-write-exact-gradient
 def test_ch21_exact_gradient_solution():
-    from rl4llm.toy_methods import run_exact_gradient
+    from rl4llm.studies.toy_methods import run_exact_gradient
     assert round(float(run_exact_gradient(30, 7 / 8)[30]), 4) == 0.9561
     printed = _stored_output(CH21, "exact gradient, lr = 1:")
     assert "exact gradient, lr = 7/8: 0.9561" in printed

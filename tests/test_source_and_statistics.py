@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rl4llm import gae, group_advantages, softmax
-from rl4llm.statistics import (false_alarm_rate_of_two_se, noise_floor, seeds_needed, standard_error, t_quantile,
+from rl4llm.math.statistics import (false_alarm_rate_of_two_se, noise_floor, seeds_needed, standard_error, t_quantile,
                                verdict, welch_dof)
 from rl4llm.viz.source import show_source
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-from rl4llm.coursework import BEGIN, NEAR_REFERENCES, SOLUTION_STUB, _blocks, exercises
+from rl4llm.course.assignments import BEGIN, NEAR_REFERENCES, SOLUTION_STUB, _blocks, exercises
 from rl4llm.exercises import answer_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def site(edition) -> Path:
 
 
 def _reference(name: str):
-    for module in ("rl4llm", "rl4llm.grpo", "rl4llm.data_parallel", "rl4llm.toy_methods", "rl4llm.verifier"):
+    for module in ("rl4llm", "rl4llm.llm.grpo", "rl4llm.llm.data_parallel", "rl4llm.studies.toy_methods", "rl4llm.toy.verifier"):
         function = getattr(importlib.import_module(module), name, None)
         if inspect.isfunction(function) and function.__name__ == name:
             return function

@@ -1,12 +1,12 @@
-"""The syllabus (rl4llm.syllabus): five weeks that cover the book once, in order, and assign each
+"""The syllabus (rl4llm.course.syllabus): five weeks that cover the book once, in order, and assign each
 chapter's checked work and its work graded by hand; a project on chapter 15's trainer, due by the end
 of Part IV, so that a four-week module (Parts I-IV) holds it too."""
 from dataclasses import fields
 from pathlib import Path
 
-from rl4llm.coursework import PARTS, exercises
-from rl4llm.syllabus import CHAPTER_OBJECTIVES, MINUTES, PROJECT, WEEKS, assigned, kind
-from rl4llm.trainer import GRPOConfig
+from rl4llm.course.assignments import PARTS, exercises
+from rl4llm.course.syllabus import CHAPTER_OBJECTIVES, MINUTES, PROJECT, WEEKS, assigned, kind
+from rl4llm.llm.trainer import GRPOConfig
 
 CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb"))
 

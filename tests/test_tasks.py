@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rl4llm.tasks import (MAX_COMPLETION_LEN, PAD_MARKER, PROMPT_LEN, AdditionTask, CharTokenizer,
+from rl4llm.llm.tasks import (MAX_COMPLETION_LEN, PAD_MARKER, PROMPT_LEN, AdditionTask, CharTokenizer,
                           addition_prompt)
-from rl4llm.verifier import EOS_MARKER
+from rl4llm.toy.verifier import EOS_MARKER
 
 TOK = CharTokenizer()
 

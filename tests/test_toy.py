@@ -1,4 +1,4 @@
-"""The five-token toy and its two-token extension (rl4llm.toy)."""
+"""The five-token toy and its two-token extension (rl4llm.toy.five_token)."""
 import math
 
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 
 from rl4llm import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB, addition_reward, sequence_probability, softmax
 from rl4llm import toy
+from rl4llm.math.two_step import two_token_paths
 
 
 def test_vocabulary_and_correct_answer():
@@ -28,7 +29,7 @@ def test_rewards_are_the_verifiers_scores():
 
 
 def test_two_token_paths_give_the_texts_probabilities():
-    paths = toy.two_token_paths()
+    paths = two_token_paths()
     assert set(paths) == {"5", "05"}
     np.testing.assert_allclose(paths["5"], [0.2, 0.8], rtol=1e-14)
     np.testing.assert_allclose(paths["05"], [0.1, 0.2, 1.0], rtol=1e-14)
@@ -41,7 +42,7 @@ def test_two_token_paths_give_the_texts_probabilities():
 def test_two_token_paths_first_step_is_the_toy_policy():
     """Independent route: each path's first factor is softmax(LOGITS) at the path's first token."""
     pi = softmax(LOGITS)
-    paths = toy.two_token_paths()
+    paths = two_token_paths()
     assert paths["5"][0] == pytest.approx(pi[VOCAB.index("5")], rel=1e-14)
     assert paths["05"][0] == pytest.approx(pi[VOCAB.index("0")], rel=1e-14)
     assert paths["5"][1] == toy.P_EOS_AFTER_5
@@ -55,6 +56,6 @@ def test_both_strings_verify_as_correct():
 
 def test_two_token_paths_returns_fresh_lists():
     """Mutating one result must not change the next one."""
-    first = toy.two_token_paths()
+    first = two_token_paths()
     first["5"][0] = 99.0
-    assert toy.two_token_paths()["5"][0] == pytest.approx(0.2)
+    assert two_token_paths()["5"][0] == pytest.approx(0.2)

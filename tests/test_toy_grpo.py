@@ -1,13 +1,13 @@
-"""Tests for rl4llm.toy_grpo (chapters 13 and 14): the GRPO loop on the toy, the k3 direction, per-token
+"""Tests for rl4llm.studies.toy_grpo (chapters 13 and 14): the GRPO loop on the toy, the k3 direction, per-token
 ratios on the "5"/"05" toy and the length bias of each loss aggregation."""
 import numpy as np
 import pytest
 import torch
 
 from rl4llm import CORRECT, LOGITS, REWARDS, entropy, kl_divergence, softmax
-from rl4llm.grpo import group_advantages
-from rl4llm.loss_types import LOSS_TYPES
-from rl4llm.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, entropy_gradient,
+from rl4llm.llm.grpo import group_advantages
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.studies.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, entropy_gradient,
                              forward_kl_gradient, grpo_slider_run, grpo_toy_run, k3_loss_gradient,
                              reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
                              two_step_inner_steps, two_step_logits)
@@ -74,7 +74,7 @@ def test_k3_bad_samples():
 # ------------------------------------------------------------------ the GRPO loop
 def test_first_step_matches_a_hand_written_grpo_step():
     run = grpo_toy_run(G=8, steps=1, K=1, lr=0.7, seed=5)
-    from rl4llm.estimators import sample_groups
+    from rl4llm.math.estimators import sample_groups
     ys = sample_groups(PI, 8, 1, np.random.default_rng(5))[0]
     r = REWARDS[ys]
     A = (r - r.mean()) / (r.std() + 1e-8) if r.std() > 0 else np.zeros(8)
@@ -228,7 +228,7 @@ def test_aggregation_weights_printed_in_chapter_13():
 
 
 def test_aggregation_weights_against_finite_differences_of_grpo_loss():
-    from rl4llm.grpo import grpo_loss
+    from rl4llm.llm.grpo import grpo_loss
     A = torch.tensor(group_advantages(REW))
     mask = (torch.arange(8)[None, :] < torch.tensor(LEN)[:, None]).double()
     out = aggregation_weights(REW, LEN, "grpo")["per_token"]
@@ -260,7 +260,7 @@ def test_all_equal_group_gives_zero_weights():
 
 
 def test_one_inner_step_without_scaling_is_chapter_9s_on_policy_loop():
-    from rl4llm.onpolicy import on_policy_loop
+    from rl4llm.studies.onpolicy import on_policy_loop
     ours = grpo_toy_run(G=8, steps=10, K=1, lr=1.0, scale=False, seed=3)["pi_correct"]
     theirs = on_policy_loop(LOGITS, REWARDS, 8, 1.0, 10, 3)["pi_correct"]
     np.testing.assert_allclose(ours, theirs, atol=1e-12)
@@ -297,7 +297,7 @@ def test_stuck_start_and_entropy_bonus():
 # ------------------------------------------------------------------ per-inner-step diagnostics (chapter 13)
 def _hand_run(seed, steps, K, lr, eps=0.2):
     """The GRPO loop written out from the chapter-11 pieces, recording what grpo_toy_run records."""
-    from rl4llm.estimators import sample_groups
+    from rl4llm.math.estimators import sample_groups
     from rl4llm import clip_fraction, clipped_surrogate_gradient
     rng, z = np.random.default_rng(seed), LOGITS.copy()
     clip, size, flat = [], [], []
@@ -402,7 +402,7 @@ def test_clip_higher_is_used_by_the_loop():
 
 # ------------------------------------------------------------------ tables (viz.part3_grpo)
 def test_seed_table_numbers_and_verdicts():
-    from rl4llm.statistics import noise_floor
+    from rl4llm.math.statistics import noise_floor
     from rl4llm.viz.part3_grpo import seed_table
     a, b, c = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.7]), np.array([0.15, 0.25, 0.2])
     table = seed_table({"a": a, "b": b, "c": c}, versus={"b": "a", "c": "a"})

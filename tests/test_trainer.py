@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.model import GPT, GPTConfig
-from rl4llm.tasks import AdditionTask
-from rl4llm.evaluation import greedy_accuracy
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config, compare_over_seeds, lr_factor, resolve_device
-from rl4llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
+from rl4llm.llm.model import GPT, GPTConfig
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.evaluation import greedy_accuracy
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config, compare_over_seeds, lr_factor, resolve_device
+from rl4llm.llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
                               warm_start)
 
 TASK = AdditionTask(seed=0)
@@ -293,7 +293,7 @@ def test_nan_weights_stop_training_naming_step_and_quantity_and_keep_the_checkpo
 
 
 def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch):
-    import rl4llm.trainer as trainer_module
+    import rl4llm.llm.trainer as trainer_module
     trainer = run(warm, 1)
     path = tmp_path / "ckpt.pt"
     trainer.save(path)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.model import GPT, GPTConfig, completion_logprobs, sample
-from rl4llm.tasks import AdditionTask
-from rl4llm.trainer import GRPOConfig, GRPOTrainer, lr_factor, prompt_indices
-from rl4llm.verifier import addition_reward, addition_rewards_of_ids
-from rl4llm.warmstart import warm_start
+from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, sample
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, lr_factor, prompt_indices
+from rl4llm.toy.verifier import addition_reward, addition_rewards_of_ids
+from rl4llm.llm.warmstart import warm_start
 
 TASK = AdditionTask(seed=0)
 TOK = TASK.tokenizer

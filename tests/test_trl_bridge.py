@@ -1,5 +1,5 @@
-"""The bridge to TRL 1.16 (chapter 16): the knobs as real trl.GRPOConfig fields (rl4llm.trl_knobs), the same
-loss and gradient (rl4llm.trl_parity), and a real TRL run (rl4llm.trl_run)."""
+"""The bridge to TRL 1.16 (chapter 16): the knobs as real trl.GRPOConfig fields (rl4llm.trl.knobs), the same
+loss and gradient (rl4llm.trl.parity), and a real TRL run (rl4llm.trl.run)."""
 import dataclasses
 import itertools
 import math
@@ -9,13 +9,13 @@ import sys
 import pytest
 import torch
 
-from rl4llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
-from rl4llm.model import GPT, GPTConfig, completion_logprobs
-from rl4llm.tasks import CharTokenizer
-from rl4llm.trainer import CLIP_METRICS, GRPOConfig
-from rl4llm.hf_plumbing import char_tokenizer_for_transformers, trl_policy
-from rl4llm.trl_knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
-from rl4llm.trl_parity import compare_losses, loss_batch
+from rl4llm.llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
+from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
+from rl4llm.llm.tasks import CharTokenizer
+from rl4llm.llm.trainer import CLIP_METRICS, GRPOConfig
+from rl4llm.trl.plumbing import char_tokenizer_for_transformers, trl_policy
+from rl4llm.trl.knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
+from rl4llm.trl.parity import compare_losses, loss_batch
 
 trl = pytest.importorskip("trl")
 
@@ -39,7 +39,7 @@ def real_trl_config(tmp_path, config, **extra):
 def test_import_rl4llm_does_not_import_trl():
     """The knob mapping and the parity harness import trl and transformers only when called; the TRL run's
     module subclasses transformers' callback, so it imports transformers (and only it does)."""
-    code = ("import sys, rl4llm, rl4llm.trl_knobs, rl4llm.trl_parity, rl4llm.hf_plumbing; "
+    code = ("import sys, rl4llm, rl4llm.trl.knobs, rl4llm.trl.parity, rl4llm.trl.plumbing; "
             "print('trl' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
@@ -193,7 +193,7 @@ def test_same_loss_gradient_and_metrics_as_trl(levels):
 def test_the_knobs_change_the_loss():
     """Each knob of the array moves the loss or its gradient on the parity batch (so agreeing with TRL
     under it is not agreeing on an unused setting)."""
-    from rl4llm.trl_parity import rl4llm_loss
+    from rl4llm.trl.parity import rl4llm_loss
 
     m = model()
     first = {knob: values[0] for knob, values in TRL_KNOB_SETTINGS.items()}
@@ -422,7 +422,7 @@ def test_verl_loss_agg_modes_against_grpo_loss(seed):
 
 def test_verl_is_dp_invariant_for_token_mean_and_seq_mean():
     """Given the global token and row counts, verl's token-mean is TRL's dapo under data parallelism."""
-    from rl4llm.data_parallel import data_parallel_loss
+    from rl4llm.llm.data_parallel import data_parallel_loss
 
     b = engine_batch(1)
     N, B = b["mask"].sum(), b["mask"].shape[0]
@@ -569,8 +569,8 @@ def test_trl_config_kwargs_divides_the_batch_between_processes(tmp_path):
 
 
 def test_completion_reward_reads_ids_up_to_the_first_eos():
-    from rl4llm.tasks import AdditionTask
-    from rl4llm.trl_run import completion_reward
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.trl.run import completion_reward
 
     task = AdditionTask(seed=0)
     tok, counter = task.tokenizer, {}
@@ -583,9 +583,9 @@ def test_completion_reward_reads_ids_up_to_the_first_eos():
 
 
 def test_train_with_trl_runs_the_task_and_measures_like_the_book(tmp_path):
-    from rl4llm.evaluation import greedy_accuracy
-    from rl4llm.tasks import AdditionTask
-    from rl4llm.trl_run import AccuracyClock, train_with_trl, trl_grpo_trainer
+    from rl4llm.llm.evaluation import greedy_accuracy
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.trl.run import AccuracyClock, train_with_trl, trl_grpo_trainer
 
     task, m = AdditionTask(seed=0), model()
     before = [p.detach().clone() for p in m.parameters()]

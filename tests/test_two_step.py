@@ -1,4 +1,4 @@
-"""The "5" vs "05" toy: the two-step policy under SFT and RL (rl4llm.two_step)."""
+"""The "5" vs "05" toy: the two-step policy under SFT and RL (rl4llm.math.two_step)."""
 import itertools
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from rl4llm import CORRECT, LOGITS, PROMPT, VOCAB, addition_reward, softmax
 from rl4llm import toy
-from rl4llm.two_step import (ANSWERS, CHOICES, answer_probabilities, answer_rewards, continuation_values,
+from rl4llm.math.two_step import (ANSWERS, CHOICES, answer_probabilities, answer_rewards, continuation_values,
                              expected_verifier_reward, first_token_rewards, string_probabilities,
                              training_curves, two_spellings, two_step_policy, two_step_policy_gradient,
                              two_step_sft_gradient, two_step_sft_loss)
@@ -54,7 +54,7 @@ def test_answer_probabilities_by_hand_and_sum_to_one():
 
 def test_answer_probabilities_agree_with_chapter_13s_torch_tree():
     """Independent route: chapter 13 builds the same tree in torch (toy_grpo.two_step_answer_probs)."""
-    toy_grpo = pytest.importorskip("rl4llm.toy_grpo")
+    toy_grpo = pytest.importorskip("rl4llm.studies.toy_grpo")
     rng = np.random.default_rng(1)
     for policy in [two_step_policy()] + [random_policy(rng) for _ in range(5)]:
         theirs = toy_grpo.two_step_answer_probs(policy)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rl4llm import EOS_MARKER, PROMPT, addition_reward
-from rl4llm.verifier import MAX_OPERAND_DIGITS, parse_addition_prompt
+from rl4llm.toy.verifier import MAX_OPERAND_DIGITS, parse_addition_prompt
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_non_ascii_whitespace_around_the_answer_scores_zero(space, no_code_execu
 @pytest.mark.parametrize("space", [" ", "\t", "\n", "\r", "\x0c", "\x0b"])
 def test_ascii_whitespace_is_tolerated_on_purpose(space, no_code_execution):
     """Space, tab, newline, CR, FF and VT around the digits are ignored (chapter 5 says so)."""
-    from rl4llm.verifier import ASCII_WHITESPACE
+    from rl4llm.toy.verifier import ASCII_WHITESPACE
     assert space in ASCII_WHITESPACE and len(ASCII_WHITESPACE) == 6
     for completion in (space + "5", "5" + space, space * 3 + "05" + space + EOS_MARKER):
         assert addition_reward(PROMPT, completion) == 1.0

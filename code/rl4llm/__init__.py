@@ -13,65 +13,65 @@ without the ``torch`` extra is enough for them.
 """
 import importlib
 # Part I: from softmax to SFT (chapters 1-5)
-from .toy import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB
-from .distributions import (cross_entropy, decode_probs, entropy, kl_divergence, log_softmax, onehot,
+from .toy.five_token import CORRECT, LOGITS, PROMPT, REWARDS, VOCAB
+from .math.distributions import (cross_entropy, decode_probs, entropy, kl_divergence, log_softmax, onehot,
                             sequence_probability, softmax)
-from .gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
+from .math.gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
                         sft_step)
-from .two_step import first_token_rewards, string_probabilities, training_curves
-from .kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
-from .verifier import EOS_MARKER, addition_reward
+from .math.two_step import first_token_rewards, string_probabilities, training_curves
+from .math.kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
+from .toy.verifier import EOS_MARKER, addition_reward
 
 # Part II: the RL core (chapters 6-9)
-from .estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
+from .math.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                          group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
-from .onpolicy import on_policy_loop, on_policy_runs
-from .statistics import noise_floor, standard_error, verdict
+from .studies.onpolicy import on_policy_loop, on_policy_runs
+from .math.statistics import noise_floor, standard_error, verdict
 
 # Part III: reuse, trust regions, credit, GRPO on the toy and its choices (chapters 10-14), the summary (chapter 21)
-from .importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
+from .math.importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
                                   importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
                                   importance_weighted_variance, with_correct_mass)
-from .trust_region import conjugate_gradient, fisher_matrix, policy_kl, trust_region_step
-from .ppo_clip import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
+from .math.trust_region import conjugate_gradient, fisher_matrix, policy_kl, trust_region_step
+from .math.ppo_clip import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
                        clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, ppo_inner_steps)
-from .credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
+from .math.credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
 # Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
-from .tasks import AdditionTask, CharTokenizer, addition_prompt
+from .llm.tasks import AdditionTask, CharTokenizer, addition_prompt
 # Part V: the arithmetic of a real run (chapter 19), numpy only
-from .memory import kv_bytes_per_token, memory_budget
-from .step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
+from .math.memory import kv_bytes_per_token, memory_budget
+from .math.step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
 
 _LAZY = {
-    "grpo": ("group_advantages", "grpo_loss", "sequence_ratio"),
-    "toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
+    "llm.grpo": ("group_advantages", "grpo_loss", "sequence_ratio"),
+    "studies.toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
                  "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
                  "two_step_inner_steps"),
-    "toy_methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
+    "studies.toy_methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
                     "run_reinforce_baseline", "run_sft", "run_trpo"),
-    "model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
-    "evaluation": ("greedy_accuracy",),
-    "trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
-    "warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
-    "trl_knobs": ("cispo_trl_kwargs", "knob_table", "trl_config_kwargs"),
-    "trl_parity": ("compare_losses",),
+    "llm.model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
+    "llm.evaluation": ("greedy_accuracy",),
+    "llm.trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
+    "llm.warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
+    "trl.knobs": ("cispo_trl_kwargs", "knob_table", "trl_config_kwargs"),
+    "trl.parity": ("compare_losses",),
     # Part V: every estimator against the exact gradient, and where the KL goes (chapter 17)
-    "estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
-    "kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
+    "studies.estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
+    "studies.kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),
-    "length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
-    "sequence_kl": ("sequence_kl_gradients",),
+    "studies.length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
+    "studies.sequence_kl": ("sequence_kl_gradients",),
     # Part V: sequence-level ratios, dynamic sampling and pass@k (chapter 18)
-    "sequence_ratios": ("WEIGHTINGS", "chain_sequences", "reweighted_moments", "sample_chain", "sample_reweighted",
+    "studies.sequence_ratios": ("WEIGHTINGS", "chain_sequences", "reweighted_moments", "sample_chain", "sample_reweighted",
                         "two_step_sequences"),
-    "cispo": ("cispo_loss",),
-    "dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
+    "llm.cispo": ("cispo_loss",),
+    "studies.dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
                          "flat_probability", "groups_drawn_per_kept_group"),
-    "pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
+    "math.pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
     # Part V: when the sampler is not the trainer (chapter 20)
-    "rollout_correction": ("IMPORTANCE_SAMPLING_MODES", "importance_weights", "off_policy_mask", "sampler_gap"),
-    "rollout_engine": ("RolloutEngine",),
-    "sampler_study": ("lognormal_weight_moments",),
+    "llm.rollout_correction": ("IMPORTANCE_SAMPLING_MODES", "importance_weights", "off_policy_mask", "sampler_gap"),
+    "llm.rollout_engine": ("RolloutEngine",),
+    "llm.sampler_study": ("lognormal_weight_moments",),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -17,7 +17,7 @@ here from the registration.
 displays as plain text), saying in words what is wrong for the mistakes students make; it never
 raises on a wrong, malformed or crashing answer. ``assert_correct`` is the same check for
 autograders (nbgrader, pytest): it prints the verdict and raises ``AssertionError`` with it unless
-the answer is correct. Both run in the student's kernel, so a grade comes from ``rl4llm.grading``,
+the answer is correct. Both run in the student's kernel, so a grade comes from ``rl4llm.course.grading``,
 which runs the student's cell in a separate process and judges it with the same messages. ``answer_key()`` gives the by-hand
 answers with all their messages, which the static book's answer boxes read at build time.
 """

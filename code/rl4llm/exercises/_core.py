@@ -6,7 +6,7 @@
   one-line confirmation; one that raises, returns None or changes its inputs in place is told so;
   a wrong one gets the first diagnosis that explains every case (each exercise lists the mistakes
   students make, as functions), else a stray common factor (G, 1/G, ...), else the first case where
-  it differs. ``rl4llm.grading`` runs the same judgement on a run made in a separate process.
+  it differs. ``rl4llm.course.grading`` runs the same judgement on a run made in a separate process.
 - A **numeric exercise** (by hand): the student derives one number on the toy. The answer is right
   within a stated tolerance; the common wrong values (the sign flipped, the baseline forgotten,
   ddof 1 for 0, ...) each have their message. The static book's answer boxes show the same messages,
@@ -142,7 +142,7 @@ def as_call(case) -> Call:
 
 
 #: Building blocks a student's function may import from ``rl4llm`` while it is graded (see
-#: ``rl4llm.grading``): a softmax and the toy's constants; never the function being checked.
+#: ``rl4llm.course.grading``): a softmax and the toy's constants; never the function being checked.
 HELPERS = ("softmax", "log_softmax", "LOGITS", "REWARDS", "CORRECT", "VOCAB", "EOS_MARKER")
 
 
@@ -153,7 +153,7 @@ class FunctionExercise:
     ``cases()`` gives the calls to try (the toy first, then seeded random cases): tuples of positional
     arguments, or :class:`Call` for keyword arguments; ``mistakes`` pairs what went wrong, in words,
     with a function that makes that mistake (called like the reference). ``output`` says how a
-    returned value is compared (:func:`rl4llm.grading.runner.as_output`); ``helpers`` are the
+    returned value is compared (:func:`rl4llm.course.grading.runner.as_output`); ``helpers`` are the
     building blocks of ``rl4llm`` the function may import while graded.
 
     The verdict comes from two steps that the grader also runs apart: the function runs on copies of
@@ -172,12 +172,12 @@ class FunctionExercise:
 
     def run(self, answer, calls: list[Call]) -> list[dict]:
         """``answer`` on copies of each call, in this process (what the grader's sandbox does)."""
-        from ..grading.runner import call_on_copy
+        from ..course.grading.runner import call_on_copy
         return [call_on_copy(answer, call.args, call.kwargs, self.output) for call in calls]
 
     def _values(self, function, calls: list[Call]) -> list:
         """``function``'s comparable outputs on copies of ``calls``; None where it raised."""
-        from ..grading.runner import call_on_copy
+        from ..course.grading.runner import call_on_copy
         return [r.get("output") if isinstance(r.get("output"), np.ndarray) else None
                 for r in (call_on_copy(function, call.args, call.kwargs, self.output) for call in calls)]
 
@@ -245,7 +245,7 @@ def toy_and_random(make: Callable[[np.random.Generator | None], tuple], n_random
 def logits_and_token(rng: np.random.Generator | None) -> tuple:
     """A case for a (logits, token) function: the toy's logits and its correct answer, or random ones."""
     if rng is None:
-        from ..toy import CORRECT, LOGITS
+        from ..toy.five_token import CORRECT, LOGITS
         return LOGITS, CORRECT
     K = int(rng.integers(3, 7))
     return rng.normal(size=K), int(rng.integers(K))

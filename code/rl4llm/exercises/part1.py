@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from ..distributions import cross_entropy, decode_probs, entropy, kl_divergence, sequence_probability, softmax
-from ..gradients import sft_gradient
-from ..toy import CORRECT, LOGITS, VOCAB
-from ..two_step import two_spellings
+from ..math.distributions import cross_entropy, decode_probs, entropy, kl_divergence, sequence_probability, softmax
+from ..math.gradients import sft_gradient
+from ..toy.five_token import CORRECT, LOGITS, VOCAB
+from ..math.two_step import two_spellings
 from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 _PI = softmax(LOGITS)

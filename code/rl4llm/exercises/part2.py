@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 
-from ..distributions import softmax
-from ..estimators import (estimator_variance, group_mean_baseline_gradient, jhat_distribution,
+from ..math.distributions import softmax
+from ..math.estimators import (estimator_variance, group_mean_baseline_gradient, jhat_distribution,
                           leave_one_out_gradient, optimal_baseline, sample_groups)
-from ..gradients import expected_reward, policy_gradient, score
-from ..toy import LOGITS, REWARDS, VOCAB
+from ..math.gradients import expected_reward, policy_gradient, score
+from ..toy.five_token import LOGITS, REWARDS, VOCAB
 from ._core import Call, FunctionExercise, NumericExercise, logits_and_token, toy_and_random
 
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
-from ..distributions import log_softmax, softmax
-from ..importance_sampling import importance_ratios
-from ..ppo_clip import clipped_objective
-from ..toy import CORRECT, LOGITS
+from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
+from ..math.distributions import log_softmax, softmax
+from ..math.importance_sampling import importance_ratios
+from ..math.ppo_clip import clipped_objective
+from ..toy.five_token import CORRECT, LOGITS
 from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-group_advantages = imported_on_call("grpo", "group_advantages")      # rl4llm.grpo imports torch
+group_advantages = imported_on_call("llm.grpo", "group_advantages")      # rl4llm.llm.grpo imports torch
 
 
 # ----------------------------------------------------------------------------- chapter 10
@@ -323,7 +323,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch13-advantage": NumericExercise(
         13, 'the advantage of "15" in the group ("5", "15", "4", "4") with partial credit',
         # the library's formula, (r - mean) / (std + eps) with ddof 0, in numpy: group_advantages itself
-        # lives in rl4llm.grpo, which imports torch (tests/test_exercises_part3.py checks they agree)
+        # lives in rl4llm.llm.grpo, which imports torch (tests/test_exercises_part3.py checks they agree)
         float(_std_advantages(PARTIAL_CREDIT_GROUP, 0, "outside")[_FIFTEEN_IN_GROUP]), 5e-4, _advantage_mistakes()),
     "ex-ch14-trl-advantage": NumericExercise(
         14, "TRL's advantage of the right answer in the group (1, 0, 0, 0)",
@@ -414,7 +414,7 @@ def _loss_cases():
 
 
 def _grpo_loss_value(*args, **kwargs) -> float:
-    from ..grpo import grpo_loss
+    from ..llm.grpo import grpo_loss
     return float(grpo_loss(*args, **kwargs)[0])
 
 

@@ -18,14 +18,14 @@ import re
 
 import numpy as np
 
-from ..distributions import softmax
-from ..gradients import policy_gradient
-from ..loss_types import LOSS_TYPES
-from ..toy import CORRECT, LOGITS
-from ..verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
+from ..math.distributions import softmax
+from ..math.gradients import policy_gradient
+from ..math.loss_types import LOSS_TYPES
+from ..toy.five_token import CORRECT, LOGITS
+from ..toy.verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-run_exact_gradient = imported_on_call("toy_methods", "run_exact_gradient")   # rl4llm.toy_methods imports torch
+run_exact_gradient = imported_on_call("studies.toy_methods", "run_exact_gradient")   # rl4llm.studies.toy_methods imports torch
 
 
 # ============================================================================ chapter 15
@@ -323,8 +323,8 @@ def _dp_variant(logp, old_logp, advantages, mask, *, num_processes, loss_type="g
     """data_parallel_loss with one of the typical mistakes switched on."""
     import torch
 
-    from ..data_parallel import shard_slices
-    from ..grpo import grpo_loss
+    from ..llm.data_parallel import shard_slices
+    from ..llm.grpo import grpo_loss
     if settings_dropped:
         eps_low, eps_high, beta, ref_logp = 0.2, None, 0.0, None
     settings = {"eps_low": eps_low, "eps_high": eps_high, "beta": beta}
@@ -351,7 +351,7 @@ def _dp(**mistake):
     return lambda *args, **kwargs: _dp_variant(*args, **kwargs, **mistake)
 
 
-_DATA_PARALLEL_LOSS = FunctionExercise(16, imported_on_call("data_parallel", "data_parallel_loss"), _dp_cases, (
+_DATA_PARALLEL_LOSS = FunctionExercise(16, imported_on_call("llm.data_parallel", "data_parallel_loss"), _dp_cases, (
     ("dapo's normaliser is the token count N of the WHOLE batch (gathered from every process) over P, "
      "not the process's own count n_p: with n_p each process computes a local token mean, which is bnpo",
      _dp(dapo_local=True)),
@@ -368,7 +368,7 @@ _DATA_PARALLEL_LOSS = FunctionExercise(16, imported_on_call("data_parallel", "da
      _dp(token_sequences=True)),
     ("the settings are not passed on to grpo_loss: eps_low, eps_high, beta and ref_logp (each process's "
      "rows of it) change every process's loss", _dp(settings_dropped=True)),
-), helpers=HELPERS + ("grpo.grpo_loss",))
+), helpers=HELPERS + ("llm.grpo.grpo_loss",))
 
 
 # ============================================================================ chapter 21 (the summary)
@@ -380,8 +380,8 @@ K3_PI_5 = 0.8
 def k3_of_sampled_5(pi_5: float = K3_PI_5) -> float:
     """GRPO's k3 penalty on a sampled 5 (``k3_loss_gradient``'s value), with pi_theta the toy's pi
     moved to pi_theta(5) = ``pi_5`` (the other answers scaled together) and pi_ref the toy's pi."""
-    from ..importance_sampling import with_correct_mass
-    from ..toy_grpo import k3_loss_gradient
+    from ..math.importance_sampling import with_correct_mass
+    from ..studies.toy_grpo import k3_loss_gradient
     pi = with_correct_mass(softmax(LOGITS), CORRECT, pi_5)
     return k3_loss_gradient(np.log(pi), LOGITS, np.array([CORRECT]))["value"]
 

@@ -19,12 +19,12 @@ import math
 
 import numpy as np
 
-from ..memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
-from ..pass_at_k import pass_at_k_estimate
-from ..step_time import generation_seconds
+from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
+from ..math.pass_at_k import pass_at_k_estimate
+from ..math.step_time import generation_seconds
 from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-kl_estimators = imported_on_call("kl_leashes", "kl_estimators")          # rl4llm.kl_leashes imports torch
+kl_estimators = imported_on_call("studies.kl_leashes", "kl_estimators")          # rl4llm.studies.kl_leashes imports torch
 
 
 # ============================================================================ chapter 17
@@ -69,7 +69,7 @@ DAPO_LENGTHS, DAPO_ADVANTAGES, DAPO_CAP = (3, 2), (0.5, -0.5), 3
 
 def _dapo_weight(loss_type: str) -> float:
     """L_max times the weight that ``loss_type`` gives each token of "05" in the by-hand group."""
-    from ..estimator_bias import token_weights
+    from ..studies.estimator_bias import token_weights
     return float(token_weights(np.array(DAPO_ADVANTAGES), np.array(DAPO_LENGTHS), loss_type, DAPO_CAP)[0])
 
 
@@ -222,7 +222,7 @@ def _loss_at_start(loss_type: str = "dapo") -> float:
     """``grpo_loss`` of the by-hand group at the first inner step (ratio 1, beta = 0), by ``loss_type``."""
     import torch
 
-    from ..grpo import group_advantages, grpo_loss
+    from ..llm.grpo import group_advantages, grpo_loss
     mask = (torch.arange(max(START_LENGTHS))[None, :] < torch.tensor(START_LENGTHS)[:, None]).double()
     advantages = group_advantages(torch.tensor(START_REWARDS, dtype=torch.float64))
     logp = torch.zeros_like(mask)
@@ -247,7 +247,7 @@ START_GROUP, START_GROUP_REWARDS = (2, 1, 1, 0), (1.0, 0.0, 0.0, 0.0)
 
 
 def _start_gradient_norm() -> float:
-    from ..run_reading import first_step
+    from ..llm.run_reading import first_step
     return float(np.linalg.norm(first_step(START_GROUP, START_GROUP_REWARDS)[1]))
 
 
@@ -274,7 +274,7 @@ GSPO_RATIOS = (1.6, 0.9)
 
 
 def _gspo_ratio() -> float:
-    from ..grpo import sequence_ratio
+    from ..llm.grpo import sequence_ratio
     log_rho = np.log([GSPO_RATIOS])
     return float(sequence_ratio(log_rho, np.zeros_like(log_rho), np.ones_like(log_rho))[0])
 
@@ -295,7 +295,7 @@ DRAWS_P, DRAWS_G = 0.2, 3
 
 
 def _draws() -> float:
-    from ..dynamic_sampling import draws_per_kept_group
+    from ..studies.dynamic_sampling import draws_per_kept_group
     return draws_per_kept_group([DRAWS_P, 1 - DRAWS_P], [1, 0], DRAWS_G)
 
 
@@ -356,7 +356,7 @@ _PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case,
 
 
 # ============================================================================ chapter 20
-lognormal_weight_moments = imported_on_call("sampler_study", "lognormal_weight_moments")   # it imports torch
+lognormal_weight_moments = imported_on_call("llm.sampler_study", "lognormal_weight_moments")   # it imports torch
 
 #: The by-hand answer: the engine's and the trainer's probabilities of its two tokens, and TRL's cap.
 ENGINE_PROBS, TRAINER_PROBS, IS_CAP = (0.25, 0.6), (0.5, 0.8), 3.0

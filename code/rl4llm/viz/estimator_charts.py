@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from ..estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task
-from ..kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy
+from ..studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task
+from ..studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy
 from .charts import Slider, bar_chart, grid
 
 #: The one-step toy's group size: every value from 2 (RLOO needs one other answer) to 16.

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..distributions import decode_probs, entropy, log_softmax, softmax
-from ..gradients import sft_step
-from ..toy import CORRECT, LOGITS, VOCAB, two_token_paths
-from ..two_step import training_curves, two_spellings
+from ..math.distributions import decode_probs, entropy, log_softmax, softmax
+from ..math.gradients import sft_step
+from ..toy.five_token import CORRECT, LOGITS, VOCAB
+from ..math.two_step import training_curves, two_spellings, two_token_paths
 from .charts import Slider, bar_chart, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors

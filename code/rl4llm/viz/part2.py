@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from ..estimators import (estimator_variance, gradient_by_enumeration, gradient_by_finite_differences,
+from ..math.estimators import (estimator_variance, gradient_by_enumeration, gradient_by_finite_differences,
                           gradient_samples, jhat_study, variance_curve)
-from ..gradients import policy_gradient
-from ..onpolicy import SEED_RUN, learning_curve_band, rl_and_sft_steps, seed_study
-from ..statistics import t_quantile
-from ..toy import CORRECT, LOGITS, REWARDS, VOCAB
+from ..math.gradients import policy_gradient
+from ..studies.onpolicy import SEED_RUN, learning_curve_band, rl_and_sft_steps, seed_study
+from ..math.statistics import t_quantile
+from ..toy.five_token import CORRECT, LOGITS, REWARDS, VOCAB
 from .charts import Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors

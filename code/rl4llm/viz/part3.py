@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, advantage_table, clipped_objective,
                 clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
-from ..credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
+from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
 from .charts import Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, PALETTE

@@ -7,8 +7,8 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.colors import to_rgb
 
-from ..statistics import noise_floor
-from ..toy_grpo import SLIDER_RUN, grpo_slider_run
+from ..math.statistics import noise_floor
+from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
 from .charts import Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
@@ -170,7 +170,7 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
     number of seeds, the mean, the standard deviation over seeds (ddof 1: the spread of runs, not
     the uncertainty of the mean), the min and the max. ``versus``: row label -> the label of the row
     it is compared with; such a row also shows that label, the difference of means, the noise floor
-    t * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch, 5%, ``rl4llm.statistics.noise_floor``) and the verdict:
+    t * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch, 5%, ``rl4llm.math.statistics.noise_floor``) and the verdict:
     "real" if the difference exceeds the floor, else "within noise".
     """
     if not isinstance(results, dict) or not results:

@@ -169,7 +169,7 @@ def grpo_playground(policy, task, base_config, baseline: dict, steps: int = 60):
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    from ..trainer import GRPOConfig, GRPOTrainer
+    from ..llm.trainer import GRPOConfig, GRPOTrainer
 
     sliders = {
         "group_size": widgets.IntSlider(value=base_config.group_size, min=2, max=PLAYGROUND_MAX["group_size"],

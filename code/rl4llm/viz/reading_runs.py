@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .style import PALETTE
 
-#: One colour per run of :data:`rl4llm.run_reading.RUNS`.
+#: One colour per run of :data:`rl4llm.llm.run_reading.RUNS`.
 RUN_COLORS = {"healthy": PALETTE["blue"], "learning rate too high": PALETTE["vermillion"],
               "every group flat": PALETTE["black"]}
 

@@ -1,12 +1,12 @@
 """The live charts of chapter 19 (the arithmetic of a real run): what fits on a GPU, the batch's memory,
-a step's seconds and how the three schedules overlap them. Every number drawn is ``rl4llm.memory`` or
-``rl4llm.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
+a step's seconds and how the three schedules overlap them. Every number drawn is ``rl4llm.math.memory`` or
+``rl4llm.math.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
-from ..step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
+from ..math.memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
+from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
 from .charts import Slider, line_chart
 from .style import PALETTE
 
@@ -36,7 +36,7 @@ STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
 
 def tiny_gpt_params() -> int:
     """Chapter 15's tiny GPT's parameter count, from its config."""
-    from ..model import GPT, GPTConfig
+    from ..llm.model import GPT, GPTConfig
     return sum(p.numel() for p in GPT(GPTConfig()).parameters())
 
 

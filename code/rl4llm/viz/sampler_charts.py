@@ -1,7 +1,7 @@
 """Chapter 20's live chart: what a cap does to the importance weight of a sampler that is not the trainer
 (``rl4llm.viz.charts``).
 
-The chart stores :func:`rl4llm.sampler_study.lognormal_weight_moments` at every position of its sliders:
+The chart stores :func:`rl4llm.llm.sampler_study.lognormal_weight_moments` at every position of its sliders:
 the weight's standard deviation over the per-token log-ratio spread sigma, for a sequence of L tokens, with
 no cap, truncated at C and masked above C.
 """
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..sampler_study import CAP_RULES, lognormal_weight_moments
+from ..llm.sampler_study import CAP_RULES, lognormal_weight_moments
 from .charts import Slider, line_chart
 
 #: A sequence's length in tokens (every value up to chapter 15's longest completion, and twice it) and the cap.

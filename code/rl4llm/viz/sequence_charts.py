@@ -12,9 +12,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..dynamic_sampling import draws_per_kept_group
-from ..pass_at_k import pass_at_k
-from ..sequence_ratios import CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences, reweighted_moments
+from ..studies.dynamic_sampling import draws_per_kept_group
+from ..math.pass_at_k import pass_at_k
+from ..studies.sequence_ratios import CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences, reweighted_moments
 from .charts import Slider, bar_chart, grid, line_chart
 
 #: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.

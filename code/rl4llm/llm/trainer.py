@@ -1,0 +1,658 @@
+"""The GRPO trainer of chapter 15: the text's loop, for real, on the tiny GPT.
+
+One outer step (:meth:`GRPOTrainer.step`) is the text's loop body in two halves, each a method the
+chapter shows beside the pseudocode:
+
+:meth:`GRPOTrainer.rollout` -> :class:`Batch`
+    1. pick ``prompts_per_step`` training prompts;
+    2. freeze pi_old and sample G completions of each (:func:`rl4llm.llm.model.sample`, no gradient):
+       the sampler records log pi_old of every drawn token, which is all GRPO needs of pi_old;
+    3. score them with the verifier (:meth:`rl4llm.llm.tasks.AdditionTask.rewards`);
+    4. group advantages A_i = (r_i - mean) / (std + eps) (:func:`rl4llm.llm.grpo.group_advantages`),
+       and optionally drop the flat groups (all rewards equal: zero advantage, nothing to learn).
+:meth:`GRPOTrainer.update` -> stats
+    5. K inner steps of AdamW on :func:`rl4llm.llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
+       to the frozen warm start), each with gradient clipping.
+
+Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. The trainer is seeded and
+deterministic on a given CPU, logs the diagnostics practitioners watch, and saves checkpoints from
+which a resumed run reproduces the uninterrupted one exactly. Held-out evaluation lives in
+:mod:`rl4llm.llm.evaluation`.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from .._checks import (at_least, check_fields, clip_range, eps_pair, flag, in_range, integer_at_least, one_of,
+                      optional, positive_real)
+from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, group_advantages, grpo_loss
+from ..math.loss_types import LOSS_TYPES
+from .evaluation import greedy_accuracy
+from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
+from .rollout_correction import (IMPORTANCE_SAMPLING_MODES, cap_range, importance_weights, off_policy_mask,
+                                 sampler_gap, weighted_advantages)
+from .rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
+from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
+
+
+#: Where the KL to the reference enters (chapter 17): the loss, per token (GRPO's and TRL's), or the reward,
+#: per answer (classic RLHF-PPO's).
+KL_PLACEMENTS = ("loss", "reward")
+
+
+@dataclass
+class GRPOConfig:
+    """Every knob of a GRPO run (chapter 15). Defaults: the chapter's CPU run."""
+    seed: int = 0
+    steps: int = 200                # outer steps: sample, score, K inner updates
+    prompts_per_step: int = 64      # prompts per outer step
+    group_size: int = 8             # G, completions per prompt
+    inner_steps: int = 1            # K, gradient steps on each sampled batch
+    lr: float = 1e-3
+    warmup_steps: int = 20          # linear warmup: the lr factor is min(1, (u + 1) / warmup_steps) at outer
+                                    # step u (from 0; the K updates of one outer step share its lr)
+    anneal_lr: bool = False         # multiply that factor by the linear decay 1 - u / steps, from u = 0 (not
+                                    # after warmup): the peak is below 1, e.g. 0.937 at u = 19 of 300
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0          # max global gradient norm
+    eps_low: float = 0.2            # clip range [1 - eps_low, 1 + eps_high]
+    eps_high: float | None = None   # None: eps_low
+    beta: float = 0.0               # weight of the k3 KL to the frozen warm start
+    loss_type: str = "grpo"         # aggregation, see rl4llm.llm.grpo.grpo_loss
+    scale_rewards: bool = True      # divide by the group std (False: Dr. GRPO's r - mean)
+    drop_zero_variance: bool = False  # leave groups with equal rewards out of the loss batch
+    temperature: float = 1.0
+    max_new_tokens: int = MAX_COMPLETION_LEN
+    eval_every: int = 25            # held-out greedy accuracy every n outer steps (and at the ends)
+    log_kl: bool = True             # measure the KL to the warm start every step (costs a forward pass)
+    device: str = "auto"            # "auto": CUDA when available, else CPU
+    num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
+
+    importance_sampling_level: str = "token"   # "sequence": GSPO's one ratio per sequence, see grpo_loss
+    delta: float | None = None      # TRL's two-sided clip: the unclipped ratio capped at delta > 1 (None: off)
+    kl_estimator: str = "k3"        # the estimate of KL(pi || pi_ref) that beta weighs: "k1", "k2", "k3" (ch. 17)
+    kl_placement: str = "loss"      # "loss": beta k per token in the loss; "reward": r - beta sum_t k1 (ch. 17)
+    use_bias_correction_kl: bool = False   # TRL's: the loss's KL term times the ratio (reverse KL, ch. 17)
+
+    # a sampler that is not the trainer (chapter 20): a rollout engine, and TRL's corrections for it
+    sampler_precision: str = "float32"  # the engine's numbers, rl4llm.llm.rollout_engine.SAMPLER_PRECISIONS
+    sampler_staleness: int = 0      # the engine samples with the trainer's weights of this many outer steps ago
+    vllm_importance_sampling_correction: bool = True   # TRL's: weight by pi_old / pi_sampler (separate sampler only)
+    vllm_importance_sampling_mode: str = "sequence_mask"   # see rl4llm.llm.rollout_correction.importance_weights
+    vllm_importance_sampling_clip_max: float | None = 3.0  # TRL's C_max (1.16's name for vllm_importance_sampling_cap)
+    vllm_importance_sampling_clip_min: float | None = None  # TRL's C_min
+    off_policy_mask_threshold: float | None = None   # DeepSeek-V3.2's delta: drop A < 0 sequences this far off-policy
+
+    def __post_init__(self):
+        check_fields(self, CONFIG_RULES, clip_range(), _kl_in_the_reward, _with_a_separate_sampler,
+                     cap_range(*(f"vllm_importance_sampling_{k}" for k in ("mode", "clip_max", "clip_min"))))
+
+    @property
+    def separate_sampler(self) -> bool:
+        """Whether a rollout engine samples (chapter 20): lower precision or stale weights."""
+        return self.sampler_precision != "float32" or self.sampler_staleness > 0
+
+    def loss_options(self) -> dict:
+        """The keywords of :func:`rl4llm.llm.grpo.grpo_loss` this run trains with (eps_high filled in)."""
+        eps_low, eps_high = eps_pair(self.eps_low, self.eps_high)
+        return {"eps_low": eps_low, "eps_high": eps_high, "beta": self.beta if self.kl_placement == "loss" else 0.0,
+                "loss_type": self.loss_type, "max_completion_length": self.max_new_tokens,
+                "importance_sampling_level": self.importance_sampling_level, "delta": self.delta,
+                "kl_estimator": self.kl_estimator, "use_bias_correction_kl": self.use_bias_correction_kl}
+
+
+def _group_size(G, name):
+    if isinstance(G, bool) or not isinstance(G, int) or G < 2:
+        raise ValueError(f"{name} (G) must be an integer >= 2 (a group of one has no spread to learn from), "
+                         f"got {G!r}")
+    return G
+
+
+def _max_new_tokens(n, name):
+    if isinstance(n, bool) or not isinstance(n, int) or n < MAX_COMPLETION_LEN:
+        raise ValueError(f"{name} must be an integer >= {MAX_COMPLETION_LEN} (the longest answer, "
+                         f"'198' and EOS), got {n!r}")
+    return n
+
+
+def _device(device, name):
+    if device not in ("auto", "cpu", "cuda") and not str(device).startswith("cuda:"):
+        raise ValueError(f"{name} must be 'auto', 'cpu' or 'cuda[:i]', got {device!r}")
+    return device
+
+
+#: Each knob of :class:`GRPOConfig` and its valid range, checked when a config is made.
+CONFIG_RULES = {
+    "seed": at_least(0), "steps": at_least(0), "prompts_per_step": at_least(1), "group_size": _group_size,
+    "inner_steps": at_least(1), "lr": positive_real, "warmup_steps": at_least(0),
+    "weight_decay": in_range(0.0, math.inf, high_open=True), "grad_clip": positive_real,
+    "beta": in_range(0.0, math.inf, high_open=True), "loss_type": one_of(LOSS_TYPES),
+    "temperature": in_range(0.0, math.inf, low_open=True, high_open=True), "max_new_tokens": _max_new_tokens,
+    "eval_every": at_least(1), "num_threads": at_least(1), "device": _device,
+    "importance_sampling_level": one_of(IMPORTANCE_SAMPLING_LEVELS),
+    "delta": optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
+    "kl_estimator": one_of(KL_ESTIMATORS), "kl_placement": one_of(KL_PLACEMENTS),
+    "use_bias_correction_kl": flag,
+    "sampler_precision": one_of(SAMPLER_PRECISIONS), "sampler_staleness": at_least(0),
+    "vllm_importance_sampling_correction": flag,
+    "vllm_importance_sampling_mode": one_of(IMPORTANCE_SAMPLING_MODES),
+    "vllm_importance_sampling_clip_max": optional(positive_real),
+    "vllm_importance_sampling_clip_min": optional(in_range(0.0, math.inf, high_open=True)),
+    "off_policy_mask_threshold": optional(in_range(0.0, math.inf, high_open=True)),
+}
+
+
+def _kl_in_the_reward(fields):
+    """In the reward the KL enters as k1 summed over the completion, a number per answer (chapter 17)."""
+    if fields["kl_placement"] == "reward" and (fields["kl_estimator"] != "k1" or fields["use_bias_correction_kl"]):
+        raise ValueError(f"kl_placement='reward' takes kl_estimator='k1' and use_bias_correction_kl=False (the "
+                         f"shaped reward r - beta sum_t k1 is log pi / pi_ref per answer), got kl_estimator="
+                         f"{fields['kl_estimator']!r}, use_bias_correction_kl={fields['use_bias_correction_kl']!r}")
+
+
+def _with_a_separate_sampler(fields):
+    """A rollout engine's log-probs are not the trainer's (chapter 20): the KL in the reward would measure
+    the engine's policy, so it is refused there; TRL's token modes weight tokens of a token-level ratio."""
+    if fields["sampler_precision"] == "float32" and fields["sampler_staleness"] == 0:
+        return
+    if fields["kl_placement"] == "reward":
+        raise ValueError("kl_placement='reward' needs the trainer to sample (sampler_precision='float32', "
+                         "sampler_staleness=0): with a rollout engine its log-probs are the engine's, not the policy's")
+    if (fields["vllm_importance_sampling_correction"] and fields["vllm_importance_sampling_mode"].startswith("token")
+            and fields["importance_sampling_level"] != "token"):
+        raise ValueError(f"vllm_importance_sampling_mode={fields['vllm_importance_sampling_mode']!r} weights each "
+                         f"token, which needs importance_sampling_level='token', got "
+                         f"{fields['importance_sampling_level']!r}")
+
+
+def chapter15_config() -> GRPOConfig:
+    """The configuration of chapter 15's run, defined once: chapter 15 trains with it and chapter 16's
+    knob table shows it. It differs from the defaults of :class:`GRPOConfig` in three knobs: 300
+    steps, the learning rate annealed linearly toward 0 (a decay from step 0 times the warmup's ramp: the
+    lr peaks at 0.937 of ``lr``, at step 20, and ends at 1/300 of it), and flat groups left out of the loss batch."""
+    return GRPOConfig(seed=0, steps=300, eval_every=25, anneal_lr=True, drop_zero_variance=True)
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Run a block with ``n`` intra-op CPU threads, then restore the previous count.
+
+    The backward pass sums over the batch in an order that depends on the thread count, so a run
+    is bitwise reproducible only at a fixed count: every training run fixes its own.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` is CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def prompt_indices(n_prompts: int, prompts_per_step: int, seed: int, step: int) -> np.ndarray:
+    """The training prompts of outer step ``step`` (counted from 0): shuffled epochs (chapter 15).
+
+    Epoch e is a permutation of the ``n_prompts`` prompts (numpy's generator seeded with (seed, e)),
+    cut into n_prompts // prompts_per_step steps of ``prompts_per_step`` prompts, the incomplete last
+    step dropped, as TRL's ``RepeatSampler`` takes its prompts; step s takes step s mod that count of
+    epoch s // that count. So every prompt is drawn once per epoch (no prompt twice in a step), and
+    the prompts of a step depend only on (seed, step): a resumed run draws what the whole one drew,
+    and a TRL run given this order sees the same prompts at every step.
+    """
+    steps_per_epoch = n_prompts // prompts_per_step
+    epoch, position = divmod(step, steps_per_epoch)
+    order = np.random.default_rng([seed, epoch]).permutation(n_prompts)
+    return order[position * prompts_per_step:(position + 1) * prompts_per_step]
+
+
+def lr_factor(update: int, warmup_steps: int, steps: int, anneal_lr: bool) -> float:
+    """The learning rate's multiplier at scheduler update ``update`` (counted from 0; chapter 15):
+    min(1, (u + 1) / W) for a warmup over W updates (1 when W = 0), times max(0, 1 - u / steps) with
+    ``anneal_lr``, a linear decay to 0 at update ``steps``. The two multiply from update 0 on (the
+    decay does not wait for the warmup to end), so with ``anneal_lr`` the factor peaks below 1, at
+    u = W - 1: (1 - (W - 1) / steps), 0.937 for W = 20 and 300 steps. The trainer steps its scheduler
+    once per outer step, flat-and-dropped batches included, so u is the outer step."""
+    factor = min(1.0, (update + 1) / warmup_steps) if warmup_steps else 1.0
+    if anneal_lr:
+        factor *= max(0.0, 1.0 - update / max(steps, 1))
+    return factor
+
+
+@dataclass
+class Batch:
+    """What one rollout hands to the update (chapter 15): the sampled batch, scored, with advantages.
+
+    ``rollout`` holds every sampled completion; ``rewards`` (N, G) their verifier scores. ``keep`` marks
+    the rows the loss sees (all, or only the informative groups' when flat groups are dropped);
+    ``advantages`` are those rows' advantages, and ``ref_logp`` their log-probs under the frozen
+    reference (None when neither ``beta`` nor ``log_kl`` needs it). When a rollout engine sampled
+    (chapter 20), ``rollout.logp`` is the engine's, ``trainer_logp`` the trainer's rescoring of the
+    kept rows (the loss's log pi_old, as in TRL), and ``importance_weights`` TRL's weight of each kept
+    sequence, shaped (rows, 1), or None without the correction.
+    """
+    rollout: Rollout
+    rewards: torch.Tensor
+    informative: torch.Tensor
+    keep: torch.Tensor
+    advantages: torch.Tensor
+    ref_logp: torch.Tensor | None
+    trainer_logp: torch.Tensor | None = None
+    importance_weights: torch.Tensor | None = None
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        return self.rollout.tokens[self.keep]
+
+    @property
+    def old_logp(self) -> torch.Tensor:
+        return self.sampler_logp if self.trainer_logp is None else self.trainer_logp
+
+    @property
+    def sampler_logp(self) -> torch.Tensor:
+        return self.rollout.logp[self.keep]
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.rollout.mask[self.keep]
+
+
+#: The clip's diagnostics under TRL 1.16's metric names, each from its key in ``grpo_loss``'s stats.
+CLIP_METRICS = {"clip_ratio/low_mean": "clip_low_fraction", "clip_ratio/high_mean": "clip_high_fraction",
+                "clip_ratio/region_mean": "clip_fraction", "clip_ratio/low_min": "clip_low_min",
+                "clip_ratio/high_max": "clip_high_max"}
+#: What :meth:`GRPOTrainer.update` reports, and every metric logged per outer step (TRL's names where TRL
+#: logs the quantity; ``step``, ``ratio``, ``tokens`` and ``seconds`` are the book's own).
+UPDATE_METRICS = ("loss", "grad_norm", *CLIP_METRICS, "ratio", "entropy", "kl", "learning_rate")
+#: The sampler/trainer mismatch (chapter 20), logged where a rollout engine samples (NaN otherwise).
+SAMPLING_METRICS = ("sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
+                    "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
+                    "sampling/importance_sampling_ratio/max")
+METRICS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", *CLIP_METRICS, "ratio",
+           "completions/mean_length", "completions/min_length", "completions/max_length",
+           "completions/clipped_ratio", *SAMPLING_METRICS, "loss", "grad_norm", "learning_rate", "tokens", "seconds")
+#: Chapter 15's names for three of them, kept as aliases: each is the same list as its TRL-named metric.
+METRIC_ALIASES = {"clip_fraction": "clip_ratio/region_mean", "zero_variance_share": "frac_reward_zero_std",
+                  "completion_length": "completions/mean_length"}
+
+
+def loss_metrics(stats: dict, entropy: torch.Tensor, mask: torch.Tensor, kl_measured: bool) -> dict:
+    """One inner step's diagnostics as TRL 1.16's ``_compute_loss`` logs them (chapter 19): the clip ratios
+    from ``grpo_loss``'s ``stats``, ``entropy`` (the masked mean of the per-token ``entropy``) and ``kl``
+    (``stats["mean_kl"]``, NaN when the reference was not measured)."""
+    return {**{name: stats[key] for name, key in CLIP_METRICS.items()},
+            "entropy": float((entropy * mask).sum() / mask.sum()),
+            "kl": stats["mean_kl"] if kl_measured else math.nan}
+
+
+def with_aliases(columns: dict) -> dict:
+    """``columns`` and each alias of :data:`METRIC_ALIASES` whose metric it holds, bound to the same object."""
+    return columns | {alias: columns[name] for alias, name in METRIC_ALIASES.items() if name in columns}
+
+
+def metric_log(logged: dict | None = None) -> dict:
+    """The trainer's ``metrics``: a list per :data:`METRICS` key (``logged``'s lists, or empty), aliases included."""
+    return with_aliases({key: logged[key] if logged is not None else [] for key in METRICS})
+
+
+class GRPOTrainer:
+    """GRPO from a warm-started policy (chapter 15). ``train()`` runs ``config.steps`` outer steps.
+
+    ``metrics`` holds one value per outer step for each of :data:`METRICS`, under TRL 1.16's names and
+    with TRL's meaning (chapter 19 reads a run from them): ``reward`` and ``reward_std`` (mean and
+    sample std of every sampled reward), ``frac_reward_zero_std`` (share of groups whose rewards are
+    all equal: the rewards the advantages come from, shaped by the KL with ``kl_placement="reward"``), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3
+    KL to the warm start on the loss batch, times the ratio with ``use_bias_correction_kl``; NaN when
+    not measured), the clip ratios (``clip_ratio/low_mean``, ``/high_mean``, ``/region_mean``,
+    ``/low_min``, ``/high_max``: see :func:`rl4llm.llm.grpo.grpo_loss`), ``completions/mean_length``,
+    ``/min_length``, ``/max_length`` (tokens, EOS included) and ``completions/clipped_ratio`` (share
+    cut off at ``max_new_tokens`` without EOS), ``loss``, ``grad_norm`` (before clipping) and
+    ``learning_rate``; and the book's own ``step``, ``ratio`` (mean ratio), ``tokens`` (sampled tokens)
+    and ``seconds`` (wall time of the step). TRL logs one row per inner step; an outer step's row here
+    holds the mean over its K inner steps (loss, gradient norm, clip ratios, ratio), and the entropy and
+    KL of the first (the sampling policy's); each step's K region clip ratios are in
+    ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
+    (``clip_fraction``, ``zero_variance_share``, ``completion_length``). ``evals`` holds ``step``,
+    ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
+    excluded), at step 0, every ``eval_every`` steps and at the end.
+    """
+
+    METRICS = METRICS
+
+    def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None):
+        self.config = cfg = config if config is not None else GRPOConfig()
+        if PROMPT_LEN + cfg.max_new_tokens > policy.config.block_size:
+            raise ValueError(f"max_new_tokens must be at most {policy.config.block_size - PROMPT_LEN} for this "
+                             f"model: a {PROMPT_LEN}-token prompt plus max_new_tokens must fit its block_size="
+                             f"{policy.config.block_size}, got max_new_tokens={cfg.max_new_tokens}")
+        self.task = task
+        self.device = resolve_device(cfg.device)
+        self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
+        self.reference = copy.deepcopy(self.policy).requires_grad_(False)   # pi_ref: the frozen warm start
+        self.sampler = RolloutEngine(self.policy, cfg.sampler_precision, cfg.sampler_staleness) \
+            if cfg.separate_sampler else None                                 # chapter 20: a rollout engine
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                           fused=True)     # one kernel for every tensor (CPU and CUDA alike)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        self.loss_options = cfg.loss_options()
+        self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
+        self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
+        if cfg.prompts_per_step > len(self.train_prompts):
+            raise ValueError(f"prompts_per_step must be at most the task's {len(self.train_prompts)} training "
+                             f"prompts (a step draws each at most once), got {cfg.prompts_per_step}")
+        self.step_count = 0
+        self.train_seconds = 0.0
+        self.metrics = metric_log()
+        self.clip_fraction_per_inner_step: list[list[float]] = []     # one list of K values per outer step
+        self.evals = {"step": [], "accuracy": [], "train_seconds": []}
+
+    @property
+    def reuses_sampling_pass(self) -> bool:
+        """Whether the loss differentiates the sampler's own log-probs (``sample(keep_graph=True)``)
+        instead of recomputing them in a second forward pass: with one inner step, when the policy
+        samples itself (no rollout engine, chapter 20) and every sampled row enters the loss. The pass
+        that sampled then ran the very weights the loss differentiates, on the very tokens; with
+        flat groups dropped, a second pass over the kept rows costs less than a backward pass
+        through every sampled row."""
+        cfg = self.config
+        return cfg.inner_steps == 1 and self.sampler is None and not cfg.drop_zero_variance
+
+    def _lr_factor(self, updates: int) -> float:
+        """lr multiplier after ``updates`` scheduler steps: :func:`lr_factor` of this run's knobs."""
+        cfg = self.config
+        return lr_factor(updates, cfg.warmup_steps, cfg.steps, cfg.anneal_lr)
+
+    def evaluate(self) -> float:
+        accuracy = greedy_accuracy(self.policy, self.task)
+        for key, value in (("step", self.step_count), ("accuracy", accuracy), ("train_seconds", self.train_seconds)):
+            self.evals[key].append(value)
+        return accuracy
+
+    def rollout(self) -> Batch:
+        """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages."""
+        cfg, task, tok = self.config, self.task, self.task.tokenizer
+        G = cfg.group_size
+        chosen = torch.as_tensor(prompt_indices(len(task.train_pairs), cfg.prompts_per_step, cfg.seed,
+                                                self.step_count))
+        prompts = self.train_prompts[chosen.to(self.device)]
+        if self.sampler is not None:
+            self.sampler.sync(self.policy)
+        try:    # pi_old = freeze(pi_theta): no gradients; the sampler records log pi_old
+            rollout = sample(self.policy if self.sampler is None else self.sampler.model, prompts, group_size=G,
+                             max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                             eos_id=tok.eos_id, pad_id=tok.pad_id,
+                             generator=self.sample_generator, keep_graph=self.reuses_sampling_pass)
+        except FloatingPointError as err:
+            raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; "
+                                     f"training stopped") from err
+        pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)
+        scores = task.rewards(pairs, rollout.completions.cpu().numpy())
+        rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device)
+        rewards = rewards.view(-1, G)
+        shaped, ref_logp = rewards, None
+        if cfg.kl_placement == "reward" and cfg.beta > 0:
+            # classic RLHF-PPO: r_i - beta sum_t k1_it, k1 = log pi_old / pi_ref of each sampled token
+            with torch.no_grad():
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens, rollout.prompt_len,
+                                                  cfg.temperature, G)
+            k1 = KL_ESTIMATORS["k1"](ref_logp - rollout.logp) * rollout.mask
+            shaped = rewards - cfg.beta * k1.sum(dim=1).view(-1, G)
+        # a group is flat when the reward its advantages come from is (as in TRL): the shaped one when the KL
+        # is in the reward, where equal scores with unequal KLs still teach (lower the KL)
+        informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(G)
+        keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
+        if ref_logp is not None:
+            ref_logp = ref_logp[keep]
+        elif (cfg.beta > 0 or cfg.log_kl) and bool(keep.any()):
+            with torch.no_grad():
+                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep],
+                                                  rollout.prompt_len, cfg.temperature, G)
+        advantages = group_advantages(shaped, scale=cfg.scale_rewards).view(-1)
+        trainer_logp = weights = None
+        if self.sampler is not None and bool(keep.any()):    # the trainer rescores what the engine drew, as TRL does
+            with torch.no_grad():
+                trainer_logp, _ = completion_logprobs(self.policy, rollout.tokens[keep], rollout.prompt_len,
+                                                      cfg.temperature, G)
+            if cfg.vllm_importance_sampling_correction:
+                weights = importance_weights.unchecked(trainer_logp, rollout.logp[keep], rollout.mask[keep],
+                                                       mode=cfg.vllm_importance_sampling_mode,
+                                                       clip_max=cfg.vllm_importance_sampling_clip_max,
+                                                       clip_min=cfg.vllm_importance_sampling_clip_min)
+        return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp, trainer_logp, weights)
+
+    def update(self, batch: Batch) -> dict:
+        """Step 5: K clipped inner steps on the same batch. Returns the diagnostics: the K steps' mean
+        loss, gradient norm, clip fraction and ratio; entropy and KL before the first step."""
+        learning_rate = self.optimizer.param_groups[0]["lr"]          # the rate these K steps take
+        if not len(batch.tokens):     # every group was flat and dropped: nothing to learn from, but the
+            self._step_scheduler()    # schedule still advances, so that update u is outer step u
+            return with_aliases(dict.fromkeys(UPDATE_METRICS, math.nan) | {"learning_rate": learning_rate}) | {
+                "clip_fraction_per_inner_step": []}
+        inner = [self.inner_step(batch, k) for k in range(self.config.inner_steps)]
+        self._step_scheduler()
+        means = {key: float(np.mean([s[key] for s in inner]))
+                 for key in ("loss", "grad_norm", *CLIP_METRICS, "ratio")}
+        return with_aliases(means) | {"entropy": inner[0]["entropy"], "kl": inner[0]["kl"],
+                                      "learning_rate": learning_rate,
+                                      "clip_fraction_per_inner_step": [s["clip_ratio/region_mean"] for s in inner]}
+
+    def _step_scheduler(self) -> None:
+        """One scheduler step per outer step. When the first outer steps dropped every group, the optimizer
+        has not stepped yet; torch then warns that the scheduler steps first, which is intended here."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before")
+            self.scheduler.step()
+
+    def inner_step(self, batch: Batch, k: int) -> dict:
+        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config), gradient clipped."""
+        cfg, mask = self.config, batch.mask
+        if batch.rollout.loss_logp is not None:    # K = 1: the pass that sampled is the loss's forward pass
+            logp, entropy = batch.rollout.loss_logp, batch.rollout.entropy
+        else:
+            logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
+                                                cfg.temperature, cfg.group_size)      # (N, T) each
+        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, self._weighted_advantages(batch, logp), mask,
+                                          ref_logp=batch.ref_logp, **self.loss_options)
+        self._check_finite(loss, "loss", k)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+        self._check_finite(grad_norm, "gradient norm", k)
+        self.optimizer.step()
+        return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), "ratio": stats["mean_ratio"],
+                **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
+
+    def _weighted_advantages(self, batch: Batch, logp: torch.Tensor) -> torch.Tensor:
+        """The advantages times TRL's weights (chapter 20): the separate sampler's importance weight (per
+        sequence, or per token in the ``token_*`` modes) and the off-policy sequence mask, each where
+        configured (else the advantages as they are)."""
+        advantages, threshold = batch.advantages, self.config.off_policy_mask_threshold
+        if batch.importance_weights is not None:
+            advantages = weighted_advantages(advantages, batch.importance_weights)
+        if threshold is not None:
+            keep = off_policy_mask.unchecked(batch.advantages, logp, batch.sampler_logp, batch.mask, threshold)
+            advantages = weighted_advantages(advantages, keep)
+        return advantages
+
+    def step(self) -> dict:
+        """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
+        start = time.perf_counter()
+        batch = self.rollout()
+        stats = self.update(batch)
+        self.step_count += 1
+        elapsed = time.perf_counter() - start
+        self.train_seconds += elapsed
+        lengths, last = batch.rollout.mask.sum(dim=1), batch.rollout.completions[:, -1]
+        tok = self.task.tokenizer
+        measured = {"step": self.step_count, "reward": float(batch.rewards.mean()),
+                    "reward_std": float(batch.rewards.std()),
+                    "frac_reward_zero_std": float(1.0 - batch.informative.float().mean()),
+                    "completions/mean_length": float(lengths.mean()), "completions/min_length": float(lengths.min()),
+                    "completions/max_length": float(lengths.max()),
+                    "completions/clipped_ratio": float(((last != tok.eos_id) & (last != tok.pad_id)).float().mean()),
+                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed} | self._sampling_metrics(batch)
+        row = {key: measured[key] if key in measured else stats[key] for key in METRICS}
+        for key, value in row.items():
+            self.metrics[key].append(value)
+        self.clip_fraction_per_inner_step.append(stats["clip_fraction_per_inner_step"])
+        return with_aliases(row)
+
+    @staticmethod
+    def _sampling_metrics(batch: Batch) -> dict:
+        """TRL's ``sampling/*`` metrics of the batch (chapter 20): |log pi_old - log pi_sampler| over the kept
+        completion tokens (mean, max) and the importance weights (min, mean, max); NaN where not measured."""
+        out = dict.fromkeys(SAMPLING_METRICS, math.nan)
+        if batch.trainer_logp is not None and bool(batch.mask.any()):
+            gap = sampler_gap(batch.trainer_logp, batch.sampler_logp, batch.mask)[batch.mask > 0].abs()
+            out["sampling/sampling_logp_difference/mean"] = float(gap.mean())
+            out["sampling/sampling_logp_difference/max"] = float(gap.max())
+        if batch.importance_weights is not None and batch.importance_weights.numel():
+            w = batch.importance_weights
+            for name, value in (("min", w.min()), ("mean", w.mean()), ("max", w.max())):
+                out[f"sampling/importance_sampling_ratio/{name}"] = float(value)
+        return out
+
+    def _check_finite(self, value: torch.Tensor, quantity: str, inner_step: int) -> None:
+        if not bool(torch.isfinite(value)):
+            raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
+                                     f"{quantity} is {float(value.detach())}; training stopped before the update")
+
+    def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
+              checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
+        """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
+        where the uninterrupted one does), evaluating every ``eval_every``.
+
+        ``max_seconds`` stops earlier, once ``train_seconds`` (training wall time, evaluation excluded)
+        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s").
+
+        With ``checkpoint_path`` a checkpoint is written every ``checkpoint_every`` steps and at the
+        end; a step that produces a NaN or inf raises ``FloatingPointError`` before any checkpoint
+        of that state is written.
+        """
+        from tqdm.auto import tqdm
+
+        steps = max(self.config.steps - self.step_count, 0) if steps is None else integer_at_least(steps, "steps", 0)
+        if checkpoint_every is not None:
+            integer_at_least(checkpoint_every, "checkpoint_every", 1)
+        if max_seconds is not None:
+            positive_real(max_seconds, "max_seconds")
+        with torch_threads(self.config.num_threads), \
+                tqdm(total=steps, desc="GRPO", disable=not progress, leave=True) as bar:
+            if not self.evals["step"]:
+                self.evaluate()
+            for i in range(steps):
+                row = self.step()
+                out_of_time = max_seconds is not None and self.train_seconds >= max_seconds
+                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_time) \
+                        and self.evals["step"][-1] != self.step_count:
+                    self.evaluate()
+                bar.set_postfix(reward=f"{row['reward']:.3f}", acc=f"{self.evals['accuracy'][-1]:.3f}")
+                bar.update()
+                if checkpoint_path and (i == steps - 1 or out_of_time
+                                        or (checkpoint_every and self.step_count % checkpoint_every == 0)):
+                    self.save(checkpoint_path)
+                if out_of_time:
+                    break
+        return self
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"config": asdict(self.config), "model_config": asdict(self.policy.config),
+                "task": {"seed": self.task.seed, "n_eval": self.task.n_eval},
+                "policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "sample_generator": self.sample_generator.get_state(),
+                "sample_generator_device": self.device.type,
+                # the global generators: the trainer draws from its own two, but a caller's code may not
+                "torch_rng_state": torch.get_rng_state(),
+                "cuda_rng_states": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else [],
+                "step_count": self.step_count, "train_seconds": self.train_seconds,
+                "metrics": self.metrics, "evals": self.evals,
+                "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step} \
+            | ({"sampler": self.sampler.state_dict()} if self.sampler is not None else {})
+
+    def save(self, path: str) -> None:
+        """Write a checkpoint atomically; refuses (FloatingPointError) if any weight is NaN or inf."""
+        for name, p in self.policy.named_parameters():
+            if not bool(torch.isfinite(p).all()):
+                raise FloatingPointError(f"refusing to save a checkpoint at step {self.step_count}: "
+                                         f"parameter {name} is not finite")
+        tmp = f"{path}.tmp"
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str, device: str | None = None) -> "GRPOTrainer":
+        """Rebuild a trainer from ``save`` on ``device`` (default: the saved config's), any device.
+
+        Restored: weights, the frozen reference, AdamW's moments and step counts, the learning-rate
+        schedule's position, the sampling generator (the prompts of a step follow from seed and step,
+        :func:`prompt_indices`), the global torch
+        generators (CPU, and CUDA on a CUDA device), the step count and every logged metric. On the
+        device type it was saved from, continuing it therefore reproduces the uninterrupted run
+        bitwise: on a CPU always (at the config's fixed thread count), on CUDA when torch runs its
+        deterministic kernels (``torch.use_deterministic_algorithms(True)`` with
+        ``CUBLAS_WORKSPACE_CONFIG=:4096:8``), since by default some CUDA kernels, such as the
+        ``index_add`` behind the gradient of ``repeat_interleave``, add in a varying order and two
+        uninterrupted CUDA runs can already differ in their last bits. CPU and CUDA random
+        generators are different algorithms, so a run moved between them cannot continue the same
+        sampling stream: its sampler is then reseeded from (seed, step) and the continuation is a
+        valid run, not the same one.
+        """
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        config = GRPOConfig(**{**state["config"], **({"device": device} if device else {})})
+        policy = GPT(GPTConfig(**state["model_config"]))
+        policy.load_state_dict(state["policy"])
+        trainer = cls(policy, AdditionTask(**state["task"]), config)
+        trainer.reference.load_state_dict(state["reference"])
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.scheduler.load_state_dict(state["scheduler"])
+        if state.get("sample_generator_device", "cpu") == trainer.device.type:
+            trainer.sample_generator.set_state(state["sample_generator"])
+        else:
+            trainer.sample_generator.manual_seed(config.seed + 1 + 1_000_003 * state["step_count"])
+        if "torch_rng_state" in state:       # checkpoints written before these were saved lack them
+            torch.set_rng_state(state["torch_rng_state"])
+            cuda_states = state["cuda_rng_states"]
+            if trainer.device.type == "cuda" and len(cuda_states) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda_states)
+        trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
+        trainer.metrics, trainer.evals = metric_log(state["metrics"]), state["evals"]
+        trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]
+        if trainer.sampler is not None:
+            trainer.sampler.load_state_dict(state["sampler"])
+        return trainer
+
+
+# ---- "a single run proves nothing" ------------------------------------------------------------
+def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict[str, dict],
+                       seeds) -> dict[str, np.ndarray]:
+    """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
+
+    ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
+    False}}``); every run starts from ``policy`` and differs from the others only in its overrides
+    and seed. Returns ``{name: array of final accuracies, one per seed}``.
+    """
+    seeds = [integer_at_least(s, "seeds", 0) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must hold at least 2 seeds (a spread needs two runs), got {seeds!r}")
+    results = {}
+    for name, overrides in settings.items():
+        finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **overrides, "seed": seed}))
+                  .train(progress=False).evals["accuracy"][-1] for seed in seeds]
+        results[name] = np.array(finals)
+    return results

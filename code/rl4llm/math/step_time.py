@@ -1,0 +1,106 @@
+"""Where the seconds of a GRPO step go: sampling, training, moving weights, and how they overlap (chapter 19).
+
+With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per second from its memory:
+
+- **training** ``training_seconds``: a forward pass costs about 2 Psi FLOPs a token and forward plus
+  backward about 6 Psi (Kaplan et al. 2020, section 2.1); a step trains on every token of the batch
+  and runs ``extra_forwards`` more forward passes (the reference model's log-probs; the old policy's
+  when K > 1): (6 + 2 e) Psi tokens / (F x GPUs).
+- **generation** ``generation_seconds``: the prompts' prefill costs 2 Psi FLOPs a token; then each
+  decoding step adds one token to every sequence on the GPU and must read all the weights (Psi b bytes)
+  and every sequence's KV cache once, whatever the batch, while it computes 2 Psi FLOPs per sequence:
+  a step takes max((Psi b + KV bytes) / W, 2 Psi n / F) (the roofline), so at small batches decoding is
+  bound by memory bandwidth, not by FLOPs. W is the bandwidth a decoding step sustains, a fraction of
+  the datasheet's. The KV caches must fit beside the weights: with M bytes of GPU memory at most
+  ``concurrent_sequences`` = floor((M - Psi b) / ((P + T) kv)) sequences decode at once, and a larger
+  batch decodes in waves of that many, one after the other.
+- **weight sync** ``weight_sync_seconds``: Psi b bytes over a link of B bytes/s.
+- **scheduling** ``schedule``: with rollout R, training T and sync S seconds a step,
+  synchronous: R + T + S, the sampler idle while the trainer works and back (staleness 0);
+  one-step-off: the sampler makes the next batch while the trainer trains on this one, and both stop
+  for the sync: max(R, T) + S (staleness 1); fully asynchronous: the sampler never waits and takes in
+  new weights while it generates: max(R, T + S), and when it is the faster side it runs ahead until
+  the bound ``max_staleness``. Idle time is a step's wall time minus the side's own work.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import integer_at_least, positive_real, real_in_range
+
+#: FLOPs a token per parameter: forward; forward and backward.
+FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
+#: The three schedules, from the most on-policy to the least.
+SCHEDULES = ("synchronous", "one_step_off", "asynchronous")
+#: NVIDIA's H100 SXM datasheet: 80 GB of HBM3 at 3.35 TB/s, 989 TFLOP/s dense bf16, NVLink 900 GB/s.
+H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35e12, "nvlink_bandwidth": 900e9}
+
+
+def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1) -> float:
+    """(6 + 2 e) Psi tokens / (F x gpus): forward and backward on every token, and ``extra_forwards`` = e
+    more forward passes (1: the reference model's log-probs)."""
+    psi, n, F = (positive_real(x, name) for x, name in ((n_params, "n_params"), (tokens, "tokens"),
+                                                        (flops_per_second, "flops_per_second")))
+    e = integer_at_least(extra_forwards, "extra_forwards", 0)
+    return (TRAIN_FLOPS + FORWARD_FLOPS * e) * psi * n / (F * integer_at_least(gpus, "gpus", 1))
+
+
+def concurrent_sequences(n_params, memory_bytes, context_length, kv_bytes_per_token, *, weight_bytes=2) -> int:
+    """floor((M - Psi b) / (context kv)): how many sequences of ``context_length`` tokens keep their KV
+    caches beside the weights in ``memory_bytes`` of GPU memory (chapter 19). ValueError if not one."""
+    psi, M, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (memory_bytes, "memory_bytes"),
+                                                         (weight_bytes, "weight_bytes")))
+    per_sequence = integer_at_least(context_length, "context_length", 1) * integer_at_least(
+        kv_bytes_per_token, "kv_bytes_per_token", 1)
+    fit = math.floor((M - psi * b) / per_sequence)
+    if fit < 1:
+        raise ValueError(f"memory_bytes must hold the weights ({psi * b:.4g} bytes) and one sequence's KV cache "
+                         f"({per_sequence:.4g} bytes), got {M:.4g}")
+    return fit
+
+
+def generation_seconds(n_params, sequences, prompt_length, completion_length, *, flops_per_second, bandwidth,
+                       weight_bytes=2, kv_bytes_per_token=0, memory_bytes=None) -> float:
+    """Prefill, then one decoding step per completion token for ``sequences`` sequences on one GPU:
+    sum over steps t of max((Psi b + n (P + t) kv) / W, 2 Psi n / F), plus 2 Psi n P / F for the prompts.
+    ``bandwidth`` W is what decoding sustains. With ``memory_bytes`` (and a KV cache), the sequences
+    decode in waves of at most :func:`concurrent_sequences`, one after the other."""
+    psi, F, W, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (flops_per_second,
+                    "flops_per_second"), (bandwidth, "bandwidth"), (weight_bytes, "weight_bytes")))
+    n, P, T = (integer_at_least(x, name, low) for x, name, low in ((sequences, "sequences", 1),
+               (prompt_length, "prompt_length", 0), (completion_length, "completion_length", 1)))
+    kv = integer_at_least(kv_bytes_per_token, "kv_bytes_per_token", 0)
+    fit = n if memory_bytes is None or kv == 0 else concurrent_sequences(psi, memory_bytes, P + T, kv, weight_bytes=b)
+    waves = [fit] * (n // fit) + ([n % fit] if n % fit else [])
+    context = P + np.arange(T)                                              # tokens cached before step t
+    seconds = 0.0
+    for m in waves:                                                         # m sequences decode together
+        memory = (psi * b + m * context * kv) / W
+        compute = FORWARD_FLOPS * psi * m / F
+        seconds += float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * m * P / F)
+    return seconds
+
+
+def weight_sync_seconds(n_params, bandwidth, *, weight_bytes=2) -> float:
+    """Psi b / B: the seconds to send every weight once over a link of ``bandwidth`` bytes/s."""
+    return positive_real(n_params, "n_params") * positive_real(weight_bytes, "weight_bytes") / positive_real(
+        bandwidth, "bandwidth")
+
+
+def schedule(rollout_s, train_s, sync_s, mode, *, max_staleness=4) -> dict:
+    """A step's wall time, each side's idle seconds and the staleness (optimizer steps between the
+    weights that sampled a batch and the weights it trains) under ``mode`` (``SCHEDULES``)."""
+    R, T = positive_real(rollout_s, "rollout_s"), positive_real(train_s, "train_s")
+    S = real_in_range(sync_s, "sync_s", 0, math.inf)
+    if not isinstance(mode, str) or mode not in SCHEDULES:
+        raise ValueError(f"mode must be one of {list(SCHEDULES)}, got {mode!r}")
+    k = integer_at_least(max_staleness, "max_staleness", 1)
+    if mode == "synchronous":
+        wall, staleness = R + T + S, 0
+    elif mode == "one_step_off":
+        wall, staleness = max(R, T) + S, 1
+    else:
+        wall, staleness = max(R, T + S), k if R < T + S else 1
+    return {"wall": wall, "sampler_idle": wall - R, "trainer_idle": wall - T, "staleness": staleness}

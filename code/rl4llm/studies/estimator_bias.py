@@ -1,0 +1,219 @@
+"""Every group gradient estimator against the exact gradient, by enumerating every group (chapter 17).
+
+A *task* is a finite set of answers a with their probabilities P(a), rewards r(a), lengths |a| (in
+tokens, end-of-sequence included) and scores g(a) = grad_theta ln P(a) over every logit of the policy.
+The exact gradient is the score-function identity written out, grad J = sum_a P(a) r(a) g(a). Two
+tasks: the one-step toy (``one_step_task``: five answers of one token) and the two-step "5" / "05"
+toy (``two_step_task``: seven answers of two or three tokens, nine logits).
+
+A group of G answers a_1..a_G ~ P gives each answer an advantage A_i (``ADVANTAGES``) and each of
+its tokens the weight that ``grpo_loss``'s aggregation (``LOSS_TYPES``) gives it at rho = 1. Every
+token of answer i then carries the same weight, so the ascent direction -grad loss is
+sum_i w_i g(a_i). Multiplied by the length cap L_max, so that ``dr_grpo`` is exactly the
+score-function estimate (1/G) sum_i A_i g(a_i), the three aggregations give
+
+    grpo:        X = (1/G) sum_i A_i (L_max / |a_i|) g(a_i)
+    bnpo, dapo:  X = (G L_max / sum_j |a_j|) (1/G) sum_i A_i g(a_i)
+    dr_grpo:     X = (1/G) sum_i A_i g(a_i).
+
+The law of a group is multinomial over the answers (``group_count_law``), so E[X], its bias
+E[X] - grad J, its total variance E|X - E X|^2 (the trace of the covariance) and its mean squared
+error E|X - grad J|^2 = variance + |bias|^2 are exact sums over every group composition
+(``estimator_moments``); ``sample_estimates`` draws the same estimates at random, for the Monte
+Carlo check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import integer_at_least, logits_vector, reward_vector, sample_indices
+from ..math.distributions import softmax
+from ..math.estimators import group_count_law, sample_groups
+from ..llm.grpo import LOSS_TYPES, group_advantages
+from ..toy.five_token import LOGITS, PROMPT, REWARDS, VOCAB
+from .toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_NEXT, two_step_answer_probs,
+                       two_step_logits)
+from ..toy.verifier import addition_reward
+
+#: The advantages of a group's answers, each a function of the group's rewards (and lengths):
+#: ``"reinforce"`` A_i = r_i (no baseline); ``"group_mean"`` r_i - mean_j r_j (GRPO without the std,
+#: Dr. GRPO); ``"rloo"`` r_i - mean_{j != i} r_j (leave one out); ``"grpo"`` (r_i - mean) / (std + eps)
+#: (``group_advantages``, ddof 0); ``"reinforce_pp"`` REINFORCE++'s batch normalisation of the rewards,
+#: (r_i - m) / (s + eps) with m and s the mean and std over every TOKEN of the batch (each answer's
+#: reward counted once per token).
+ADVANTAGES = ("reinforce", "group_mean", "rloo", "grpo", "reinforce_pp")
+_EPS = 1e-8
+
+
+@dataclass(frozen=True)
+class Task:
+    """Answers with ``probs`` P(a), ``rewards`` r(a), ``lengths`` |a| (tokens), ``scores`` g(a) (one row
+    per answer, one column per logit) and the exact ``gradient`` sum_a P(a) r(a) g(a). ``kept`` (default:
+    every answer) marks the answers whose tokens the loss keeps: an answer not kept still counts in its
+    group's advantages, but its tokens are masked (DAPO's overlong filtering, ``length_drift``)."""
+    answers: tuple
+    probs: np.ndarray
+    rewards: np.ndarray
+    lengths: np.ndarray
+    scores: np.ndarray
+    kept: np.ndarray | None = None
+
+    @property
+    def gradient(self) -> np.ndarray:
+        return (self.probs * self.rewards) @ self.scores
+
+    @property
+    def max_length(self) -> int:
+        return int(self.lengths.max())
+
+
+def one_step_task(logits=LOGITS, rewards=REWARDS) -> Task:
+    """The one-step toy: answers ``VOCAB``, P = softmax(z), one token each, g(y) = onehot(y) - pi (chapter 7)."""
+    z = logits_vector(logits)
+    r = reward_vector(rewards, z.size)
+    pi = softmax(z)
+    answers = VOCAB if z.size == len(VOCAB) else tuple(str(k) for k in range(z.size))
+    return Task(answers, pi, r, np.ones(z.size, dtype=int), np.eye(z.size) - pi[None, :])
+
+
+def two_step_task(logits: dict | None = None, prompt: str = PROMPT) -> Task:
+    """The two-step toy of chapters 3 and 13: seven answers, rewards from the verifier ("5" and "05" score 1).
+
+    The logits are those of the three choosing contexts "", "5" and "0" (5 + 2 + 2 = 9, in that order);
+    g(a) adds onehot(t) - pi_c at every context c where answer a chooses its token t. "5" is 2 tokens
+    ("5", EOS), "05" is 3 ("0", "5", EOS).
+    """
+    params = two_step_logits() if logits is None else logits
+    probs = two_step_answer_probs(params)
+    offsets = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
+    start = dict(zip(TWO_STEP_NEXT, offsets[:-1]))
+    answers = tuple(TWO_STEP_ANSWERS)
+    scores = np.zeros((len(answers), offsets[-1]))
+    for row, answer in enumerate(answers):
+        tokens = TWO_STEP_ANSWERS[answer]
+        for t, token in enumerate(tokens):
+            context = "".join(tokens[:t])
+            if context in TWO_STEP_NEXT:
+                choices = TWO_STEP_NEXT[context]
+                columns = slice(start[context], start[context] + len(choices))
+                scores[row, columns] += np.eye(len(choices))[choices.index(token)] - softmax(params[context])
+    return Task(answers, np.array([probs[a] for a in answers]),
+                np.array([addition_reward(prompt, a) for a in answers]),
+                np.array([len(TWO_STEP_ANSWERS[a]) for a in answers]), scores)
+
+
+def _check_task(task) -> Task:
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be a Task (one_step_task() or two_step_task()), got {type(task).__name__}")
+    return task
+
+
+def _settings(task, G, advantage, loss_type, max_completion_length) -> tuple[Task, int, int]:
+    task = _check_task(task)
+    G = integer_at_least(G, "G", 2 if advantage == "rloo" else 1)
+    if advantage not in ADVANTAGES:
+        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    cap = task.max_length if max_completion_length is None else integer_at_least(
+        max_completion_length, "max_completion_length", task.max_length)
+    return task, G, cap
+
+
+def advantages(rewards: np.ndarray, lengths: np.ndarray, advantage: str) -> np.ndarray:
+    """Each answer's advantage in groups of rewards and lengths shaped (..., G) (validated inputs)."""
+    if advantage == "reinforce":
+        return rewards
+    if advantage == "group_mean":
+        return group_advantages(rewards, scale=False)
+    if advantage == "grpo":
+        return group_advantages(rewards)
+    G = rewards.shape[-1]
+    if advantage == "rloo":
+        return rewards - (rewards.sum(axis=-1, keepdims=True) - rewards) / (G - 1)
+    tokens = lengths.sum(axis=-1, keepdims=True)                       # "reinforce_pp"
+    mean = (lengths * rewards).sum(axis=-1, keepdims=True) / tokens
+    std = np.sqrt((lengths * (rewards - mean) ** 2).sum(axis=-1, keepdims=True) / tokens)
+    return np.where(std > 0, (rewards - mean) / (std + _EPS), 0.0)
+
+
+def token_weights(advantage_values: np.ndarray, lengths: np.ndarray, loss_type: str,
+                  max_completion_length: int) -> np.ndarray:
+    """L_max times the weight -d loss / d logp that ``grpo_loss`` gives every token of answer i at rho = 1
+    (validated inputs, groups shaped (..., G)): A_i L_max / (G |a_i|) for ``grpo``, A_i L_max / sum_j |a_j|
+    for ``bnpo``/``dapo``, A_i / G for ``dr_grpo``. ``lengths`` are the unmasked token counts: an answer
+    of length 0 (all its tokens masked) gets weight 0, and a group with no token left gets 0 everywhere
+    (``grpo_loss`` clamps its normalisers at 1). ``tests/test_estimator_bias.py`` checks it against
+    autograd through ``grpo_loss``."""
+    G = lengths.shape[-1]
+    if loss_type == "grpo":
+        return np.where(lengths > 0, advantage_values * max_completion_length / (G * np.maximum(lengths, 1)), 0.0)
+    if loss_type in ("bnpo", "dapo"):
+        tokens = np.maximum(lengths.sum(axis=-1, keepdims=True), 1)
+        return np.where(lengths > 0, advantage_values * max_completion_length / tokens, 0.0)
+    return np.where(lengths > 0, advantage_values / G, 0.0)
+
+
+def group_estimates(task: Task, samples: np.ndarray, advantage: str, loss_type: str,
+                    max_completion_length: int) -> np.ndarray:
+    """X for every group of answer indices ``samples`` (..., G): sum_i w_i g(a_i), shape (..., n_logits)."""
+    r, lengths = task.rewards[samples], task.lengths[samples]
+    kept = lengths if task.kept is None else lengths * task.kept[samples]
+    w = token_weights(advantages(r, lengths, advantage), kept, loss_type, max_completion_length)
+    return np.einsum("...g,...gk->...k", w, task.scores[samples])
+
+
+def _groups_of_counts(counts: np.ndarray) -> np.ndarray:
+    """Each composition (row of answer counts) as one group of answer indices, in increasing order."""
+    return np.array([np.repeat(np.arange(counts.shape[1]), row) for row in counts])
+
+
+def estimator_moments(task: Task, G: int, advantage: str = "group_mean", loss_type: str = "dr_grpo",
+                      max_completion_length: int | None = None) -> dict:
+    """The exact mean, bias, total variance and mean squared error of X, over every group of G (chapter 17).
+
+    Enumerates the C(G + n - 1, n - 1) compositions of a group of G among the task's n answers, each
+    with its multinomial probability. Returns ``mean`` E[X], ``gradient`` grad J, ``bias`` E[X] - grad J,
+    ``bias_norm`` |bias|, ``relative_bias`` |bias| / |grad J|, ``cosine`` the cosine between E[X] and
+    grad J (1: the right direction, whatever the scale), ``scale`` E[X] . grad J / |grad J|^2 (the
+    multiple of grad J that E[X] projects onto: 1 - 1/G for ``group_mean``), ``variance`` E|X - E X|^2 and
+    ``mean_squared_error`` E|X - grad J|^2. ``max_completion_length`` (L_max) defaults to the task's
+    longest answer.
+    """
+    task, G, cap = _settings(task, G, advantage, loss_type, max_completion_length)
+    counts, law = group_count_law(task.probs, G)
+    estimates = group_estimates(task, _groups_of_counts(counts), advantage, loss_type, cap)
+    mean = law @ estimates
+    grad = task.gradient
+    bias = mean - grad
+    variance = float(law @ ((estimates - mean) ** 2).sum(axis=1))
+    return {"mean": mean, "gradient": grad, "bias": bias, "bias_norm": float(np.linalg.norm(bias)),
+            "relative_bias": float(np.linalg.norm(bias) / np.linalg.norm(grad)),
+            "cosine": float(mean @ grad / (np.linalg.norm(mean) * np.linalg.norm(grad))),
+            "scale": float(mean @ grad / (grad @ grad)),
+            "variance": variance, "mean_squared_error": variance + float(bias @ bias)}
+
+
+def sample_estimates(task: Task, G: int, n_groups: int, seed: int, advantage: str = "group_mean",
+                     loss_type: str = "dr_grpo", max_completion_length: int | None = None) -> np.ndarray:
+    """``n_groups`` Monte Carlo draws of X, groups of G answers ~ P (seeded), shape (n_groups, n_logits).
+
+    Their mean and total variance (``estimators.total_variance_and_standard_error``) estimate what
+    ``estimator_moments`` computes exactly.
+    """
+    task, G, cap = _settings(task, G, advantage, loss_type, max_completion_length)
+    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    samples = sample_groups(task.probs, G, integer_at_least(n_groups, "n_groups", 1), rng)
+    return group_estimates(task, samples, advantage, loss_type, cap)
+
+
+def estimate_of_group(task: Task, group, advantage: str = "group_mean", loss_type: str = "dr_grpo",
+                      max_completion_length: int | None = None) -> np.ndarray:
+    """X for one group ``group`` (answer indices into ``task.answers``), shape (n_logits,)."""
+    group = sample_indices(group, len(_check_task(task).answers))
+    if group.ndim != 1:
+        raise ValueError(f"group must be a 1-D array of answer indices, got shape {group.shape}")
+    task, _, cap = _settings(task, group.size, advantage, loss_type, max_completion_length)
+    return group_estimates(task, group, advantage, loss_type, cap)

@@ -1,0 +1,239 @@
+"""The book's GRPO knobs as TRL 1.16 ``GRPOConfig`` fields (chapter 16).
+
+:func:`trl_config_kwargs` maps an :class:`rl4llm.llm.trainer.GRPOConfig` to keyword arguments of
+``trl.GRPOConfig``; :func:`knob_table` lays the mapping out beside TRL's own defaults;
+:func:`adam_step_with_trl_advantages` measures what TRL's smaller advantages do to the book's AdamW
+steps (next to nothing: Adam divides a constant gradient scale out). ``trl`` is imported inside the
+functions that need it, so ``import rl4llm`` does not import it.
+
+Differences by design, which the mapping cannot remove (chapter 16 shows each):
+
+- advantages: TRL divides by the group's sample std (``ddof=1``) plus ``1e-4``; the book by the
+  population std (``ddof=0``) plus ``1e-8``. ``group_advantages(r, ddof=1, eps=1e-4)`` is TRL's.
+- the book's warmup multiplies the learning rate by ``(u + 1) / W`` at update ``u``, TRL's by
+  ``u / W``; with ``anneal_lr`` the book multiplies warmup and decay, TRL decays from the end of the
+  warmup. The schedules agree after the warmup when ``anneal_lr`` is off.
+- ``drop_zero_variance`` (DAPO's dynamic sampling, reduced to dropping flat groups) has no TRL field.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import replace
+
+import torch
+
+from .._checks import integer_at_least, positive_real
+from ..llm.grpo import group_advantages
+from .plumbing import quiet
+from ..llm.model import GPT
+from ..llm.tasks import AdditionTask
+from ..llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
+
+#: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
+KNOBS = {
+    "group_size": ("num_generations", 13),
+    "prompts_per_step": ("per_device_train_batch_size", 15),
+    "inner_steps": ("num_iterations", 13),
+    "eps_low": ("epsilon", 11),
+    "eps_high": ("epsilon_high", 14),
+    "beta": ("beta", 14),
+    "loss_type": ("loss_type", 14),
+    "importance_sampling_level": ("importance_sampling_level", 18),
+    "delta": ("delta", 16),
+    "use_bias_correction_kl": ("use_bias_correction_kl", 17),
+    "kl_estimator": (None, 17),
+    "kl_placement": (None, 17),
+    "sampler_precision": (None, 20),
+    "sampler_staleness": (None, 20),
+    "vllm_importance_sampling_correction": ("vllm_importance_sampling_correction", 20),
+    "vllm_importance_sampling_mode": ("vllm_importance_sampling_mode", 20),
+    "vllm_importance_sampling_clip_max": ("vllm_importance_sampling_clip_max", 20),
+    "vllm_importance_sampling_clip_min": ("vllm_importance_sampling_clip_min", 20),
+    "off_policy_mask_threshold": ("off_policy_mask_threshold", 20),
+    "scale_rewards": ("scale_rewards", 14),
+    "temperature": ("temperature", 2),
+    "max_new_tokens": ("max_completion_length", 15),
+    "lr": ("learning_rate", 15),
+    "warmup_steps": ("warmup_steps", 15),
+    "anneal_lr": ("lr_scheduler_type", 15),
+    "weight_decay": ("weight_decay", 15),
+    "grad_clip": ("max_grad_norm", 15),
+    "steps": ("max_steps", 15),
+    "seed": ("seed", 15),
+    "device": ("use_cpu", 15),
+    "drop_zero_variance": (None, 15),
+    "eval_every": (None, 15),
+    "log_kl": (None, 15),
+    "num_threads": (None, 15),
+}
+
+#: TRL fields the book has no knob for, set to what the book's trainer does (chapter 16 says why).
+FIXED = {
+    "bf16": False,                       # TRL resolves None to True: bf16 autocast, even on CPU
+    "activation_checkpointing": False,   # TRL default True (as gradient_checkpointing, renamed in transformers 5)
+    "gradient_accumulation_steps": 1,    # the book takes one gradient step on the whole batch
+    "steps_per_generation": 1,
+    "optim": "adamw_torch",              # torch's AdamW in its foreach (unfused) kernels; TRL's default is
+                                         # adamw_torch_fused, the fused kernel the book's trainer runs (fused=True):
+                                         # the same update, rounded differently
+}
+
+
+def cispo_trl_kwargs(eps_max: float = 5.0) -> dict:
+    """The ``trl.GRPOConfig`` fields of CISPO with the cap ``eps_max`` (chapter 18; ``rl4llm.llm.cispo``):
+    ``loss_type="cispo"`` and ``epsilon_high=eps_max``, the cap itself, since TRL 1.16 computes the
+    weight as ``clamp(coef_1, max=epsilon_high)`` (a clip-higher width such as DAPO's 0.28 would cap
+    every weight at 0.28). TRL's ``epsilon`` (the lower width) plays no part in CISPO's loss."""
+    cap = positive_real(eps_max, "eps_max")
+    return {"loss_type": "cispo", "epsilon_high": cap}
+
+
+def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, num_processes: int = 1) -> dict:
+    """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 16).
+
+    TRL counts completions where the book counts prompts, and optimizer steps where the book counts
+    outer steps, so per_device_train_batch_size = prompts_per_step x G / num_processes,
+    max_steps = steps x K and warmup_steps = warmup_steps x K (the book's scheduler steps once per
+    outer step). With ``num_processes`` data-parallel processes (``accelerate launch`` or
+    ``torchrun``) each process holds its share of the completions, so the step still sees
+    prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
+    ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
+    becomes ``epsilon_high = eps_low`` explicitly; :data:`FIXED` is added. ``device="cpu"`` sets
+    ``use_cpu=True``. ``delta``, ``use_bias_correction_kl``, ``off_policy_mask_threshold`` and the
+    ``vllm_importance_sampling_*`` corrections keep their names (TRL applies the latter only with
+    ``use_vllm``, as the book only with a separate sampler); ``eval_every``,
+    ``log_kl`` and ``num_threads`` are the book trainer's own bookkeeping and have no TRL counterpart.
+
+    Settings TRL cannot run raise ValueError unless ``allow_unsupported=True``:
+    ``drop_zero_variance=True``, since TRL cannot leave flat groups out of the loss batch (mapped, the
+    knob is dropped and flat groups stay in the batch with zero advantages: they still count in the
+    token normalisers and the KL term); a rollout engine (``sampler_precision`` or ``sampler_staleness``;
+    mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
+    loss (``kl_estimator`` other than ``"k3"`` or ``kl_placement="reward"``; mapped, TRL puts k3 in the loss).
+    """
+    if not isinstance(config, GRPOConfig):
+        raise ValueError(f"config must be an rl4llm.llm.trainer.GRPOConfig, got {type(config).__name__}")
+    num_processes = integer_at_least(num_processes, "num_processes", 1)
+    if (config.prompts_per_step * config.group_size) % num_processes:
+        raise ValueError(f"num_processes must divide prompts_per_step x group_size = "
+                         f"{config.prompts_per_step * config.group_size}, got {num_processes}")
+    if config.drop_zero_variance and not allow_unsupported:
+        raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
+                         "allow_unsupported=True to map the rest and keep flat groups in the batch")
+    if config.separate_sampler and not allow_unsupported:
+        raise ValueError("sampler_precision and sampler_staleness (chapter 20's rollout engine) have no TRL GRPOConfig "
+                         "field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
+    if config.beta > 0 and (config.kl_estimator, config.kl_placement) != ("k3", "loss") and not allow_unsupported:
+        raise ValueError(f"kl_estimator={config.kl_estimator!r} with kl_placement={config.kl_placement!r}: TRL 1.16 "
+                         f"has k3 in the loss only; pass allow_unsupported=True to map the rest with TRL's k3")
+    K = config.inner_steps
+    kwargs = {
+        "num_generations": config.group_size,
+        "per_device_train_batch_size": config.prompts_per_step * config.group_size // num_processes,
+        "num_iterations": K,
+        "epsilon": config.eps_low,
+        "epsilon_high": config.eps_low if config.eps_high is None else config.eps_high,
+        "beta": config.beta,
+        "loss_type": config.loss_type,
+        "importance_sampling_level": config.importance_sampling_level,
+        "delta": config.delta,
+        "use_bias_correction_kl": config.use_bias_correction_kl,
+        **{field: getattr(config, field) for field in ("vllm_importance_sampling_correction",
+                                                       "vllm_importance_sampling_mode",
+                                                       "vllm_importance_sampling_clip_max",
+                                                       "vllm_importance_sampling_clip_min", "off_policy_mask_threshold")},
+        "scale_rewards": "group" if config.scale_rewards else "none",
+        "temperature": config.temperature,
+        "max_completion_length": config.max_new_tokens,
+        "learning_rate": config.lr,
+        "warmup_steps": config.warmup_steps * K,
+        "lr_scheduler_type": "linear" if config.anneal_lr else "constant_with_warmup",
+        "weight_decay": config.weight_decay,
+        "max_grad_norm": config.grad_clip,
+        "max_steps": config.steps * K,
+        "seed": config.seed,
+        **FIXED,
+    }
+    if config.device == "cpu":
+        kwargs["use_cpu"] = True
+    return kwargs
+
+
+def trl_defaults(fields) -> dict:
+    """TRL 1.16's value of each of ``fields`` in a ``trl.GRPOConfig`` built with no arguments.
+
+    Read after TRL's own ``__post_init__`` (so ``bf16`` shows what ``None`` becomes). ``use_cpu=True``
+    is the only argument passed, because a CPU-only machine refuses bf16 without it; ``use_cpu``
+    itself is reported as its declared default.
+    """
+    from dataclasses import fields as dataclass_fields
+
+    from trl import GRPOConfig as TRLConfig
+
+    with quiet(), tempfile.TemporaryDirectory() as tmp:
+        defaults = TRLConfig(output_dir=tmp, use_cpu=True)
+    out = {}
+    for name in fields:
+        if not hasattr(defaults, name):
+            raise ValueError(f"fields must name trl.GRPOConfig fields; {name!r} is not one")
+        value = getattr(defaults, name) if name != "use_cpu" else \
+            next(f.default for f in dataclass_fields(TRLConfig) if f.name == "use_cpu")
+        out[name] = getattr(value, "value", value)    # enums (optim, lr_scheduler_type) as their strings
+    return out
+
+
+def knob_table(config: GRPOConfig | None = None) -> list[dict]:
+    """One row per book knob and per :data:`FIXED` field: the mapping next to TRL's default (chapter 16).
+
+    Each row: ``knob`` (the book's name, "" for a fixed field), ``book`` (its value in ``config``),
+    ``trl_field``, ``trl_value`` (what :func:`trl_config_kwargs` sets; None when it leaves the field
+    at TRL's default), ``trl_default`` and ``chapter`` (None for fixed fields). A knob with no TRL
+    field has ``None`` in the TRL columns.
+    ``drop_zero_variance`` is mapped with ``allow_unsupported=True`` so the table always builds.
+    The default ``config`` is chapter 15's run, :func:`rl4llm.llm.trainer.chapter15_config`.
+    """
+    config = chapter15_config() if config is None else config
+    kwargs = trl_config_kwargs(config, allow_unsupported=True)
+    fields = [field for field, _ in KNOBS.values() if field] + list(FIXED)
+    defaults = trl_defaults(fields)
+    rows = [{"knob": knob, "book": getattr(config, knob), "trl_field": field,
+             "trl_value": kwargs.get(field) if field else None,
+             "trl_default": defaults[field] if field else None, "chapter": chapter}
+            for knob, (field, chapter) in KNOBS.items()]
+    rows += [{"knob": "", "book": None, "trl_field": field, "trl_value": value, "trl_default": defaults[field],
+              "chapter": None} for field, value in FIXED.items()]
+    return rows
+
+
+# ---- TRL's advantages under the book's AdamW ----------------------------------------------------
+class TRLAdvantageTrainer(GRPOTrainer):
+    """The book's trainer with TRL's advantages, (r - mean) / (sample std + 1e-4); all else the same."""
+
+    def rollout(self):
+        batch = super().rollout()
+        advantages = group_advantages(batch.rewards, scale=self.config.scale_rewards, ddof=1, eps=1e-4)
+        return replace(batch, advantages=advantages.view(-1)[batch.keep])
+
+
+def adam_step_with_trl_advantages(model: GPT, task: AdditionTask, config: GRPOConfig,
+                                  steps: int = 20) -> dict:
+    """How far ``steps`` outer steps move the weights with TRL's advantages, against the book's (ch. 16).
+
+    Two runs of the book's trainer from ``model`` with ``config`` (same seed, same prompts, same
+    sampling stream): one with the book's advantages, one with TRL's (sample std plus 1e-4, smaller
+    by sqrt((G - 1) / G) in every mixed group of 0/1 rewards). Returns ``book`` and ``trl``, the
+    Euclidean norm of each run's weight change, their ``ratio`` (TRL / book) and
+    ``advantage_ratio``, sqrt((G - 1) / G). AdamW divides each gradient entry by the root of its
+    running mean square, so a constant factor on the whole gradient cancels (up to AdamW's eps of
+    1e-8 and the gradient clip): with ``beta = 0`` the ratio is close to 1, not to the advantage ratio.
+    """
+    steps = integer_at_least(steps, "steps", 1)
+    moved = {}
+    for name, cls in (("book", GRPOTrainer), ("trl", TRLAdvantageTrainer)):
+        trainer = cls(model, task, config).train(steps, progress=False)
+        start = {k: v.to(trainer.device) for k, v in model.state_dict().items()}
+        moved[name] = float(torch.sqrt(sum(((p.detach() - start[k]) ** 2).sum()
+                                           for k, p in trainer.policy.named_parameters())))
+    G = config.group_size
+    return {**moved, "ratio": moved["trl"] / moved["book"], "advantage_ratio": math.sqrt((G - 1) / G)}
