@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from rl4llm.llm.data_parallel import data_parallel_loss, normalisation_table, shard_slices
-from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.llm.grpo import grpo_loss
 from rl4llm.llm.model import GPT, GPTConfig
 from rl4llm.llm.trainer import GRPOConfig
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.llm.grpo import KL_ESTIMATORS, group_advantages, grpo_loss
+from rl4llm.math.credit import group_advantages
+from rl4llm.llm.grpo import KL_ESTIMATORS, grpo_loss
 from rl4llm.studies.kl_leashes import kl_estimators
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
 from rl4llm.llm.run_reading import RUNS, TaggedAnswerTask, first_step, train_runs

@@ -73,7 +73,8 @@ def test_every_process_holds_the_same_weights_after_every_update(launched):
 def test_launched_all_reduce_equals_the_in_process_simulation(launched):
     """TRL's _compute_loss on each process's half, DDP's all-reduce over gloo, against data_parallel_loss."""
     from rl4llm.llm.data_parallel import data_parallel_loss
-    from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+    from rl4llm.math.loss_types import LOSS_TYPES
+    from rl4llm.llm.grpo import grpo_loss
     from rl4llm.llm.model import completion_logprobs
     from rl4llm.llm.trainer import GRPOConfig
     from rl4llm.trl.parity import loss_batch

@@ -6,7 +6,7 @@ import torch
 from rl4llm import grpo_loss, sequence_ratio
 from rl4llm.llm.data_parallel import data_parallel_loss
 from rl4llm.math.loss_types import LOSS_TYPES, LossType, register_loss_type
-from rl4llm.studies.toy_grpo import aggregation_weights, two_step_inner_steps
+from rl4llm.llm.grpo_toys import aggregation_weights, two_step_inner_steps
 from rl4llm.llm.model import GPT, GPTConfig
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer

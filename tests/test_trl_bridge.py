@@ -9,7 +9,9 @@ import sys
 import pytest
 import torch
 
-from rl4llm.llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
+from rl4llm.math.credit import group_advantages
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.llm.grpo import grpo_loss
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
 from rl4llm.llm.tasks import CharTokenizer
 from rl4llm.llm.trainer import CLIP_METRICS, GRPOConfig

@@ -381,7 +381,7 @@ def k3_of_sampled_5(pi_5: float = K3_PI_5) -> float:
     """GRPO's k3 penalty on a sampled 5 (``k3_loss_gradient``'s value), with pi_theta the toy's pi
     moved to pi_theta(5) = ``pi_5`` (the other answers scaled together) and pi_ref the toy's pi."""
     from ..math.importance_sampling import with_correct_mass
-    from ..studies.toy_grpo import k3_loss_gradient
+    from ..llm.grpo_toys import k3_loss_gradient
     pi = with_correct_mass(softmax(LOGITS), CORRECT, pi_5)
     return k3_loss_gradient(np.log(pi), LOGITS, np.array([CORRECT]))["value"]
 

@@ -34,7 +34,8 @@ import torch
 
 from .._checks import (at_least, check_fields, clip_range, eps_pair, flag, in_range, integer_at_least, one_of,
                       optional, positive_real)
-from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, group_advantages, grpo_loss
+from ..math.credit import group_advantages
+from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, grpo_loss
 from ..math.loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample

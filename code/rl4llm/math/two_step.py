@@ -1,6 +1,7 @@
-"""The "5" vs "05" toy: the two-step policy, and what SFT and RL do to it (chapters 3, 5).
+"""The "5" vs "05" toy's formulas: the two-step policy, and what SFT and RL do to it (chapters 3, 5).
 
-Chapter 3's extension of the toy is a policy that writes at most two tokens. Three contexts choose
+Chapter 3's extension of the toy is a policy that writes at most two tokens; its tree (``CHOICES``,
+``ANSWERS``) and logits are defined once in :mod:`rl4llm.toy.two_step`. Three contexts choose
 their next token, each with a softmax over its own logits (chapter 13 uses the same tree):
 
     context ""  (the prompt)  chooses among (0, 4, 5, 6, 15):  pi = softmax(z), (0.1, 0.4, 0.2, 0.2, 0.1)
@@ -27,22 +28,8 @@ import numpy as np
 from .._checks import finite_real, integer_at_least, logits_array, real_in_range
 from .distributions import sequence_probability, softmax
 from ..toy.five_token import CORRECT, EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_05, P_EOS_AFTER_5, PROMPT, VOCAB
+from ..toy.two_step import ANSWERS, CHOICES, two_step_logits
 from ..toy.verifier import addition_reward
-
-#: The contexts that choose their next token, and the tokens each chooses among (its logits' order).
-CHOICES = {"": VOCAB, "5": (EOS, "0"), "0": ("5", EOS)}
-
-#: Every answer of the two-step policy, as the (context, token) choices that write it. A context
-#: that is not in ``CHOICES`` stops surely, so its EOS is not a choice.
-ANSWERS = {
-    "0": (("", "0"), ("0", EOS)),
-    "4": (("", "4"),),
-    "5": (("", "5"), ("5", EOS)),
-    "6": (("", "6"),),
-    "15": (("", "15"),),
-    "05": (("", "0"), ("0", "5")),
-    "50": (("", "5"), ("5", "0")),
-}
 
 
 def two_token_paths() -> dict[str, list[float]]:
@@ -66,9 +53,7 @@ def two_step_policy(logits=LOGITS) -> dict[str, np.ndarray]:
     if first.shape != (len(VOCAB),):
         raise ValueError(f"logits must be a vector of {len(VOCAB)} first-step logits (one per VOCAB token), "
                          f"got shape {first.shape}")
-    return {"": first.copy(),
-            "5": np.log([P_EOS_AFTER_5, 1.0 - P_EOS_AFTER_5]),
-            "0": np.log([P_5_AFTER_0, 1.0 - P_5_AFTER_0])}
+    return two_step_logits() | {"": first.copy()}
 
 
 def _policy(logits) -> dict[str, np.ndarray]:

@@ -20,7 +20,7 @@ on each sampled token in the loss keeps only its own token's log-ratio (chapter 
 So the per-token k2 (and corrected k3) follow the reverse KL token by token, not answer by answer: they
 miss E[(sum_{u>t} x_u) s_t], the effect of an earlier choice on the KL of what follows it (the
 sequence-level pitfall of Tang & Munos, 2025, arXiv:2510.01555). :func:`sequence_kl_gradients`
-computes each of these exactly on the two-step toy (``two_step.ANSWERS``), every answer enumerated.
+computes each of these exactly on the two-step toy (``rl4llm.toy.two_step.ANSWERS``), every answer enumerated.
 """
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ import numpy as np
 
 from .._checks import real_in_range
 from ..math.distributions import log_softmax, softmax
+from ..math.two_step import two_step_policy
 from ..toy.five_token import P_EOS_AFTER_5
-from ..math.two_step import ANSWERS, CHOICES, two_step_policy
+from ..toy.two_step import ANSWERS, CHOICES
 
 #: The per-token penalties whose gradients :func:`sequence_kl_gradients` returns, beside the answers' KL.
 PER_TOKEN = ("k2_loss", "k3_corrected", "k3_loss", "k1_loss", "k1_reward")

@@ -13,7 +13,7 @@ coefficient c_t is set by the ``WEIGHTINGS``:
     "token_clip"   c_t = rho_t, 0 where the clip binds     PPO's clipped surrogate (``ppo_clip.clip_binds``)
     "gspo_clip"    c_t = s, 0 on every token where it binds for s   GSPO's sequence-level clip
     "cispo"        c_t = min(rho_t, eps_max), never 0       CISPO's detached, capped weight
-                                                           (``cispo.cispo_loss``; its ``eps_high`` here is the
+                                                           (``grpo_loss(loss_type="cispo")``; its ``eps_high`` here is the
                                                            absolute cap eps_max, as TRL's ``epsilon_high``)
 
 Every weighting sums over tokens (the constant ``dr_grpo`` aggregation, times the length cap), so that
@@ -35,12 +35,12 @@ import numpy as np
 
 from .._checks import clip_width, integer_at_least, positive_real, real_in_range
 from ..math.distributions import log_softmax, softmax
-from .estimator_bias import two_step_task
 from ..math.gradients import policy_gradient_step
-from ..llm.grpo import sequence_ratio
+from ..math.importance_sampling import sequence_ratio
 from ..math.ppo_clip import clip_binds_mask
 from ..toy.five_token import CORRECT, LOGITS, REWARDS
-from .toy_grpo import TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, TWO_STEP_NEXT, two_step_logits
+from ..toy.two_step import CHOICES, MAX_TOKENS, TOKENS, two_step_logits
+from .estimator_bias import two_step_task
 
 WEIGHTINGS = ("sequence_is", "token", "gspo", "token_clip", "gspo_clip", "cispo")
 #: The clip widths of the chapter: PPO's 0.2 for token ratios, GSPO's paper's 3e-4 / 4e-4 for its
@@ -129,8 +129,8 @@ def _two_step_params(steps: int, lr: float) -> dict:
     params = two_step_logits()
     for _ in range(steps):
         flat = two_step_task(params).gradient
-        sizes = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
-        params = {c: params[c] + lr * flat[a:b] for c, a, b in zip(TWO_STEP_NEXT, sizes[:-1], sizes[1:])}
+        sizes = np.cumsum([0] + [len(CHOICES[c]) for c in CHOICES])
+        params = {c: params[c] + lr * flat[a:b] for c, a, b in zip(CHOICES, sizes[:-1], sizes[1:])}
     return params
 
 
@@ -139,21 +139,21 @@ def two_step_sequences(steps: int = 1, lr: float = 1.0) -> SequenceTask:
     is the toy, pi is it after ``steps`` exact ascent steps of size ``lr`` on J (all nine logits)."""
     steps, lr = _steps_lr(steps, lr)
     new, old = _two_step_params(steps, lr), two_step_logits()
-    sizes = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
-    start = dict(zip(TWO_STEP_NEXT, sizes[:-1]))
-    answers = tuple(TWO_STEP_ANSWERS)
-    shape = (len(answers), TWO_STEP_MAX_TOKENS)
+    sizes = np.cumsum([0] + [len(CHOICES[c]) for c in CHOICES])
+    start = dict(zip(CHOICES, sizes[:-1]))
+    answers = tuple(TOKENS)
+    shape = (len(answers), MAX_TOKENS)
     logp, logp_old, mask = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     scores = np.zeros(shape + (sizes[-1],))
     for i, answer in enumerate(answers):
-        tokens = TWO_STEP_ANSWERS[answer]
+        tokens = TOKENS[answer]
         for t, token in enumerate(tokens):
             context = "".join(tokens[:t])
-            if context in TWO_STEP_NEXT:                      # a context with one continuation is not a choice
-                k = TWO_STEP_NEXT[context].index(token)
+            if context in CHOICES:                      # a context with one continuation is not a choice
+                k = CHOICES[context].index(token)
                 logp[i, t], logp_old[i, t] = log_softmax(new[context])[k], log_softmax(old[context])[k]
-                columns = slice(start[context], start[context] + len(TWO_STEP_NEXT[context]))
-                scores[i, t, columns] = np.eye(len(TWO_STEP_NEXT[context]))[k] - softmax(new[context])
+                columns = slice(start[context], start[context] + len(CHOICES[context]))
+                scores[i, t, columns] = np.eye(len(CHOICES[context]))[k] - softmax(new[context])
             mask[i, t] = 1.0
     rewards = two_step_task(new).rewards
     return SequenceTask(answers, logp, logp_old, mask, scores, rewards, float(two_step_task(old).probs @ rewards))

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from .._checks import finite_real, integer_at_least
-from ..llm.grpo import group_advantages, grpo_loss
+from ..llm.grpo import grpo_loss
+from ..math.credit import group_advantages
 from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
 from ..math.loss_types import LOSS_TYPES, loss_type_names
 from ..llm.model import GPT, completion_logprobs, is_conv1d
