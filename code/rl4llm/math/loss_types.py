@@ -91,6 +91,12 @@ def register_loss_type(loss_type: LossType) -> LossType:
     return loss_type
 
 
+def loss_types_with(objective: str) -> tuple[str, ...]:
+    """The registered loss types whose per-token objective is ``objective``, in the book's order: ``"clip"``
+    gives the aggregations of PPO's clip that chapters 13-16 compare."""
+    return tuple(name for name, entry in LOSS_TYPES.items() if entry.objective == objective)
+
+
 def loss_type_names(loss_types, name: str = "loss_types") -> tuple[str, ...]:
     """Rule: a non-empty sequence of registered loss types (:data:`rl4llm.math.loss_types.LOSS_TYPES`)."""
     names = tuple(loss_types)

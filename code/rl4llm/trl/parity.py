@@ -18,7 +18,7 @@ from .._checks import finite_real, integer_at_least
 from ..llm.grpo import grpo_loss
 from ..math.credit import group_advantages
 from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
-from ..math.loss_types import LOSS_TYPES, loss_type_names
+from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
 from ..llm.tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
 from ..llm.trainer import GRPOConfig, loss_metrics
@@ -174,7 +174,7 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, d
     return float(loss.detach()), book_layout(model, dict(zip(params, grads))), metrics
 
 
-def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES), *, seed: int = 0,
+def compare_losses(model: GPT, config: GRPOConfig, loss_types=loss_types_with("clip"), *, seed: int = 0,
                    perturbation: float = 0.3) -> list[dict]:
     """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 16).
 
