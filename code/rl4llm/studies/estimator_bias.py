@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import at_least, checked, integer_at_least, logits_vector, one_of, reward_vector, sample_indices
+from .._checks import (at_least, checked, integer_at_least, logits_vector, one_of, one_reward_per_answer,
+                       sample_indices)
 from ..math.credit import group_advantages
 from ..math.distributions import softmax
 from ..math.estimators import group_count_law, sample_groups
@@ -70,13 +71,13 @@ class Task:
         return int(self.lengths.max())
 
 
+@checked(one_reward_per_answer(), logits=logits_vector)
 def one_step_task(logits=LOGITS, rewards=REWARDS) -> Task:
     """The one-step toy: answers ``VOCAB``, P = softmax(z), one token each, g(y) = onehot(y) - pi (chapter 7)."""
-    z = logits_vector(logits)
-    r = reward_vector(rewards, z.size)
-    pi = softmax(z)
-    answers = VOCAB if z.size == len(VOCAB) else tuple(str(k) for k in range(z.size))
-    return Task(answers, pi, r, np.ones(z.size, dtype=int), np.eye(z.size) - pi[None, :])
+    pi = softmax(logits)
+    n = logits.size
+    answers = VOCAB if n == len(VOCAB) else tuple(str(k) for k in range(n))
+    return Task(answers, pi, rewards, np.ones(n, dtype=int), np.eye(n) - pi[None, :])
 
 
 def two_step_task(logits: dict | None = None, prompt: str = PROMPT) -> Task:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (as_float_array, at_least, checked, in_range, logits_vector, one_of, optional, positive_real,
-                      real_in_range, reward_array, same_shapes, sample_indices)
+from .._checks import (as_float_array, at_least, checked, in_range, index_in_range, logits_vector, one_of, optional,
+                      positive_real, reward_array, same_shapes, sample_indices)
 from ..math.distributions import kl_divergence, log_softmax, softmax
 from ..math.estimators import sample_groups
 from ..math.gradients import policy_gradient
@@ -180,11 +180,16 @@ def leash_exact_run(leash: str, beta: float = 1.0, steps: int = 60, lr: float = 
     return _record(path, rewards, ref_logits)
 
 
+def _index_of_logits(args):
+    """Relation: ``correct`` indexes ``logits``."""
+    args["correct"] = index_in_range(args["correct"], "correct", args["logits"].size)
+
+
+@checked(_index_of_logits, pi_correct=in_range(0.0, 1.0, low_open=True, high_open=True), logits=logits_vector)
 def moved_policy(pi_correct: float, logits=LOGITS, correct: int = CORRECT) -> np.ndarray:
     """Logits of the toy's pi moved to pi(correct) = ``pi_correct``, the other answers scaled together
     (chapter 17's slider): ln of (1 - pi_correct) pi_other / (1 - pi(correct)), and ln pi_correct."""
-    p = real_in_range(pi_correct, "pi_correct", 0.0, 1.0, low_open=True, high_open=True)
-    pi = softmax(logits_vector(logits))
-    moved = pi * (1 - p) / (1 - pi[correct])
-    moved[correct] = p
+    pi = softmax(logits)
+    moved = pi * (1 - pi_correct) / (1 - pi[correct])
+    moved[correct] = pi_correct
     return np.log(moved)

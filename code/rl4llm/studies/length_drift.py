@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import at_least, checked, integer_at_least, logits_vector, one_of, positive_real
+from .._checks import at_least, checked, logits_vector, one_of, positive_real
 from ..math.distributions import softmax
 from .estimator_bias import ADVANTAGES, Task, estimator_moments, group_estimates
 from ..math.estimators import sample_groups
@@ -36,13 +36,16 @@ SOFT_BUFFER = 6
 OVERLONG = ("none", "filter", "soft")
 
 
+def _buffer_within_cap(args):
+    """Relation: 1 <= buffer <= cap."""
+    if args["buffer"] > args["cap"]:
+        raise ValueError(f"buffer must be in [1, cap = {args['cap']}], got {args['buffer']}")
+
+
+@checked(_buffer_within_cap, cap=at_least(1), buffer=at_least(1))
 def soft_overlong_penalty(length, cap: int = LENGTH_CAP, buffer: int = SOFT_BUFFER) -> np.ndarray:
     """DAPO's R_length(|o|): 0 for |o| <= cap - buffer, ((cap - buffer) - |o|) / buffer for
     cap - buffer < |o| <= cap, and -1 for |o| > cap (chapter 17). Elementwise over ``length``."""
-    cap = integer_at_least(cap, "cap", 1)
-    buffer = integer_at_least(buffer, "buffer", 1)
-    if buffer > cap:
-        raise ValueError(f"buffer must be in [1, cap = {cap}], got {buffer}")
     n = np.asarray(length, dtype=float)
     return np.where(n > cap, -1.0, np.minimum(((cap - buffer) - n) / buffer, 0.0))
 
