@@ -87,7 +87,11 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
     aggregated over the unmasked tokens m_it by ``loss_type`` (:mod:`rl4llm.math.loss_types`):
     ``"grpo"`` the mean per sequence, then over sequences; ``"bnpo"`` and ``"dapo"`` one mean over all
-    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length.
+    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length. The first term is the loss
+    type's per-token objective (:data:`rl4llm.llm.objectives.OBJECTIVES`): PPO's clip above, or for
+    ``"cispo"`` (chapter 18, DAPO's token mean) -sg(min(rho_it, eps_high)) A_i logp_it, where
+    ``eps_high`` is the absolute cap (TRL's ``epsilon_high``; 5 when None) and ``eps_low`` and ``delta``
+    play no part.
 
     ``importance_sampling_level="sequence"`` is GSPO (TRL's knob of that name): every token of
     sequence i uses its sequence's ratio s_i = exp(sum_t m_it (logp_it - old_it) / sum_t m_it)
