@@ -174,7 +174,13 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, d
     return float(loss.detach()), book_layout(model, dict(zip(params, grads))), metrics
 
 
-def compare_losses(model: GPT, config: GRPOConfig, loss_types=loss_types_with("clip"), *, seed: int = 0,
+#: The registered loss types TRL 1.16's ``GRPOTrainer`` also computes (its ``loss_type`` values): the ones a
+#: parity check can compare (a loss type the book adds and TRL lacks has no TRL side).
+TRL_LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo", "cispo")
+
+
+def compare_losses(model: GPT, config: GRPOConfig,
+                   loss_types=tuple(t for t in loss_types_with("clip") if t in TRL_LOSS_TYPES), *, seed: int = 0,
                    perturbation: float = 0.3) -> list[dict]:
     """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 16).
 
