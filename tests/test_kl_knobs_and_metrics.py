@@ -9,7 +9,9 @@ import torch
 from rl4llm.math.credit import group_advantages
 from rl4llm.llm.grpo import KL_ESTIMATORS, grpo_loss
 from rl4llm.studies.kl_leashes import kl_estimators
+from rl4llm.llm.kl_placement import KLInLoss, KLInReward
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
+from rl4llm.llm.ratios import ImportanceRatio
 from rl4llm.llm.run_reading import RUNS, TaggedAnswerTask, first_step, train_runs
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.toy.five_token import LOGITS
@@ -91,16 +93,18 @@ def test_bad_kl_knobs():
         grpo_loss(logp, old, adv, mask, beta=0.1, ref_logp=ref, kl_estimator="k4")
     with pytest.raises(ValueError, match="use_bias_correction_kl"):
         grpo_loss(logp, old, adv, mask, beta=0.1, ref_logp=ref, use_bias_correction_kl=1)
-    with pytest.raises(ValueError, match="kl_placement"):
-        GRPOConfig(kl_placement="advantage")
-    with pytest.raises(ValueError, match="kl_placement='reward' takes kl_estimator='k1'"):
-        GRPOConfig(kl_placement="reward")
-    with pytest.raises(ValueError, match="use_bias_correction_kl=False"):
-        GRPOConfig(kl_placement="reward", kl_estimator="k1", use_bias_correction_kl=True)
+    with pytest.raises(ValueError, match="estimator"):
+        KLInLoss(estimator="k4")
+    with pytest.raises(TypeError, match="estimator"):      # in the reward the KL is k1, uncorrected: no knobs
+        KLInReward(estimator="k3")
+    with pytest.raises(TypeError, match="use_bias_correction_kl"):
+        KLInReward(use_bias_correction_kl=True)
     with pytest.raises(ValueError, match="delta"):
-        GRPOConfig(delta=1.0)
+        ImportanceRatio(delta=1.0)
+    with pytest.raises(ValueError, match="level"):
+        ImportanceRatio(level="answer")
     with pytest.raises(ValueError, match="use_bias_correction_kl"):
-        GRPOConfig(use_bias_correction_kl="yes")
+        KLInLoss(use_bias_correction_kl="yes")
 
 
 # ---- the trainer ---------------------------------------------------------------------------------
@@ -117,14 +121,14 @@ def test_defaults_pass_the_default_kl_knobs_to_the_loss():
     options = GRPOConfig(beta=0.1).loss_options()
     assert (options["beta"], options["kl_estimator"], options["use_bias_correction_kl"], options["delta"]) == \
         (0.1, "k3", False, None)
-    assert GRPOConfig(beta=0.1, kl_placement="reward", kl_estimator="k1").loss_options()["beta"] == 0.0
+    assert GRPOConfig(beta=0.1).loss_options(KLInReward())["beta"] == 0.0
 
 
 def test_kl_in_the_reward_shapes_the_advantages(warm):
-    """kl_placement="reward": A = group_advantages(r - beta sum_t (log pi_old - log pi_ref)), and the loss
+    """kl=KLInReward(): A = group_advantages(r - beta sum_t (log pi_old - log pi_ref)), and the loss
     has no KL term; checked on a policy moved away from the reference so that the KL is not 0."""
-    config = GRPOConfig(**TINY, beta=0.5, kl_placement="reward", kl_estimator="k1", lr=1e-2)
-    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config)
+    config = GRPOConfig(**TINY, beta=0.5, lr=1e-2)
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config, kl=KLInReward())
     trainer.train(2, progress=False)
     batch = trainer.rollout()
     with torch.no_grad():
@@ -140,9 +144,9 @@ def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(
     """The advantages come from r - beta sum_t k1 (as TRL computes advantages from the reward it optimises),
     so a group is flat, and dropped, only when that shaped reward is equal across it: a group of equal
     scores whose KLs differ still has advantages, and stays in the loss batch."""
-    config = GRPOConfig(**{**TINY, "prompts_per_step": 16}, beta=0.5, kl_placement="reward", kl_estimator="k1",
-                        lr=1e-2, drop_zero_variance=True)     # 16 prompts: some group all wrong on any CPU
-    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config)
+    config = GRPOConfig(**{**TINY, "prompts_per_step": 16}, beta=0.5, lr=1e-2,
+                        drop_zero_variance=True)     # 16 prompts: some group all wrong on any CPU
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config, kl=KLInReward())
     trainer.train(2, progress=False)
     batch = trainer.rollout()
     with torch.no_grad():
@@ -240,12 +244,12 @@ def test_chapter_19_by_hand_exercises(exercise, expected):
 def test_the_sampler_mismatch_is_logged_under_trls_names(warm):
     """With a rollout engine (chapter 20) the trainer logs TRL's sampling/* metrics: the gap between the
     trainer's and the sampler's log-probs and the importance weights; without one they are NaN."""
-    from rl4llm.llm.trainer import SAMPLING_METRICS
+    from rl4llm.llm.samplers import SAMPLING_METRICS, RolloutEngineSampler
 
     own = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY)).train(1, progress=False)
     assert all(math.isnan(own.metrics[k][0]) for k in SAMPLING_METRICS)
-    engine = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY, sampler_precision="bfloat16",
-                                                                vllm_importance_sampling_mode="sequence_truncate"))
+    engine = GRPOTrainer(warm, AdditionTask(seed=0), GRPOConfig(**TINY),
+                         sampler=RolloutEngineSampler(precision="bfloat16", mode="sequence_truncate"))
     m = engine.train(2, progress=False).metrics
     gap_mean, gap_max = m["sampling/sampling_logp_difference/mean"][-1], m["sampling/sampling_logp_difference/max"][-1]
     assert 0 < gap_mean <= gap_max

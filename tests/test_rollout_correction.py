@@ -18,6 +18,9 @@ from rl4llm.math.loss_types import LOSS_TYPES
 from rl4llm.llm.model import GPT, GPTConfig, Rollout, completion_logprobs
 from rl4llm.llm.rollout_correction import (IMPORTANCE_SAMPLING_MODES, importance_weights, off_policy_mask,
                                        sampler_gap, weighted_advantages)
+from rl4llm.llm.kl_placement import KLInReward
+from rl4llm.llm.ratios import ImportanceRatio
+from rl4llm.llm.samplers import RolloutEngineSampler
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import Batch, GRPOConfig, GRPOTrainer
 from rl4llm.trl.parity import TRL_LOSS_TYPES, book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
@@ -107,25 +110,24 @@ CORRECTIONS = [("sequence_mask", None), ("sequence_truncate", None), ("token_mas
 @pytest.mark.parametrize("mode, threshold", CORRECTIONS)
 def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, threshold):
     """TRL's _compute_loss with use_vllm and the correction on (and/or the off-policy mask), and the book's
-    trainer's loss (its advantages carrying the per-sequence weights, GRPOTrainer._weighted_advantages): equal
+    trainer's loss (its advantages carrying the per-sequence weights, Sampler.weighted_advantages): equal
     values and gradients, with a KL term and clip-higher on."""
-    config = dataclasses.replace(SMALL, loss_type=loss_type, sampler_precision="bfloat16",
-                                 vllm_importance_sampling_correction=mode is not None,
-                                 vllm_importance_sampling_mode=mode or "sequence_mask",
-                                 off_policy_mask_threshold=threshold)
+    config = dataclasses.replace(SMALL, loss_type=loss_type)
+    sampler = RolloutEngineSampler(precision="bfloat16", correction=mode is not None, mode=mode or "sequence_mask",
+                                   off_policy_mask_threshold=threshold)
     policy = model()
     batch, sampler_logp = sampler_batch(config)
     weights = importance_weights(batch.old_logp, sampler_logp, batch.mask, mode=mode) if mode else None
-    trainer = GRPOTrainer(policy, AdditionTask(0, 500), config)
+    trainer = GRPOTrainer(policy, AdditionTask(0, 500), config, sampler=sampler)
     params = dict(trainer.policy.named_parameters())
     logp, _ = completion_logprobs(trainer.policy, batch.tokens, batch.prompt_len, config.temperature)
     ours, stats = grpo_loss(logp, batch.old_logp,
-                            trainer._weighted_advantages(trainer_batch(batch, sampler_logp, weights), logp),
-                            batch.mask, ref_logp=batch.ref_logp, **config.loss_options())
+                            sampler.weighted_advantages(trainer_batch(batch, sampler_logp, weights), logp),
+                            batch.mask, ref_logp=batch.ref_logp, **trainer.loss_options)
     our_grads = dict(zip(params, torch.autograd.grad(ours, list(params.values()))))
     with quiet(), tempfile.TemporaryDirectory() as tmp:
         # TRL's engine is vLLM, which it switches on here (use_vllm); its config maps the rest of the book's
-        trl_trainer = trl_loss_trainer(policy, batch, dataclasses.replace(config, sampler_precision="float32"), tmp)
+        trl_trainer = trl_loss_trainer(policy, batch, config, tmp)
         trl_trainer.use_vllm, trl_trainer.vllm_importance_sampling_correction = True, mode is not None
         trl_trainer.off_policy_mask_threshold = threshold
         inputs = trl_loss_inputs(batch) | {"sampling_per_token_logps": sampler_logp}
@@ -138,7 +140,7 @@ def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, thre
     assert abs(float(theirs.detach()) - float(ours.detach())) < 1e-6
     assert max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()) < 1e-6
     plain, _ = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, ref_logp=batch.ref_logp,
-                         **config.loss_options())
+                         **trainer.loss_options)
     assert abs(float(plain.detach()) - float(ours.detach())) > 1e-4          # the correction changed the loss
 
 
@@ -152,14 +154,14 @@ def test_weights_ride_on_the_advantage():
                        torch.tensor([[0.25, 1.0], [-0.0, -0.0], [0.0, 0.0]]))
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"kl_placement": "reward", "kl_estimator": "k1"}, "kl_placement='reward' needs the trainer to sample"),
-    ({"vllm_importance_sampling_mode": "token_mask", "importance_sampling_level": "sequence"},
-     "needs importance_sampling_level='token'"),
+@pytest.mark.parametrize("strategies, message", [
+    ({"kl": KLInReward()}, r"kl=KLInReward\(\) needs the policy to sample"),
+    ({"sampler": RolloutEngineSampler(mode="token_mask"), "ratio": ImportanceRatio(level="sequence")},
+     "needs ImportanceRatio\\(level='token'\\)"),
 ])
-def test_a_separate_sampler_refuses_what_it_cannot_do(changes, message):
+def test_a_separate_sampler_refuses_what_it_cannot_do(strategies, message):
     with pytest.raises(ValueError, match=message):
-        dataclasses.replace(SMALL, sampler_precision="bfloat16", **changes)
+        GRPOTrainer(model(), AdditionTask(0, 500), SMALL, **{"sampler": RolloutEngineSampler(), **strategies})
 
 
 @pytest.mark.parametrize("call, message", [

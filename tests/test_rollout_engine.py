@@ -1,5 +1,6 @@
 """Chapter 20's rollout engine (rl4llm.llm.rollout_engine) and the trainer with a sampler that is not the trainer:
-lower precision, stale weights, TRL's knobs in GRPOConfig, defaults that leave training as it was."""
+lower precision, stale weights, TRL's knobs in the sampler strategies (rl4llm.llm.samplers), defaults that leave
+training as it was."""
 import dataclasses
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, sample
 from rl4llm.llm.rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
+from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import MAX_COMPLETION_LEN, AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
 from rl4llm.llm.warmstart import warm_start
@@ -72,11 +74,11 @@ def test_engine_bad_inputs(kwargs, message):
 
 
 def test_the_defaults_keep_the_trainer_its_own_sampler():
-    config = GRPOConfig()
-    assert not config.separate_sampler and GRPOTrainer(policy(), TASK, SHORT).sampler is None
-    assert (config.vllm_importance_sampling_correction, config.vllm_importance_sampling_mode,
-            config.vllm_importance_sampling_clip_max, config.vllm_importance_sampling_clip_min,
-            config.off_policy_mask_threshold) == (True, "sequence_mask", 3.0, None, None)   # TRL 1.16's defaults
+    trainer = GRPOTrainer(policy(), TASK, SHORT)
+    assert trainer.sampler == PolicySampler() and trainer.engine is None
+    engine = RolloutEngineSampler()
+    assert (engine.correction, engine.mode, engine.clip_max, engine.clip_min,
+            engine.off_policy_mask_threshold) == (True, "sequence_mask", 3.0, None, None)   # TRL 1.16's defaults
     assert set(SAMPLER_PRECISIONS) == {"float32", "bfloat16", "bfloat16_logits"}
 
 
@@ -84,14 +86,14 @@ def test_an_off_policy_mask_without_an_engine_changes_nothing_at_one_inner_step(
     """Without an engine the sampler is the policy: at K = 1 the mask compares the policy with itself."""
     warm = warm_start().model
     a = GRPOTrainer(warm, TASK, SHORT).train(progress=False)
-    b = GRPOTrainer(warm, TASK, dataclasses.replace(SHORT, off_policy_mask_threshold=0.0)).train(progress=False)
+    b = GRPOTrainer(warm, TASK, SHORT, sampler=PolicySampler(off_policy_mask_threshold=0.0)).train(progress=False)
     assert a.metrics["loss"] == b.metrics["loss"] and any(loss != 0 for loss in a.metrics["loss"])
     assert all(torch.equal(p, q) for p, q in zip(a.policy.parameters(), b.policy.parameters()))
 
 
 def test_a_stale_bf16_run_rescores_with_the_trainer_and_weights_each_sequence():
-    config = dataclasses.replace(SHORT, sampler_precision="bfloat16", sampler_staleness=2)
-    trainer = GRPOTrainer(warm_start().model, TASK, config)
+    sampler = RolloutEngineSampler(precision="bfloat16", staleness=2)
+    trainer = GRPOTrainer(warm_start().model, TASK, SHORT, sampler=sampler)
     trainer.train(3, progress=False)
     batch = trainer.rollout()
     with torch.no_grad():
@@ -99,34 +101,47 @@ def test_a_stale_bf16_run_rescores_with_the_trainer_and_weights_each_sequence():
     assert torch.equal(batch.old_logp, logp) and not torch.equal(batch.sampler_logp * batch.mask, logp * batch.mask)
     assert batch.importance_weights.shape == (len(batch.tokens), 1)
     assert bool(((batch.importance_weights == 0) | (batch.importance_weights <= 3.0)).all())
-    off = dataclasses.replace(config, vllm_importance_sampling_correction=False)
-    assert GRPOTrainer(policy(), TASK, off).rollout().importance_weights is None
+    off = dataclasses.replace(sampler, correction=False)
+    assert GRPOTrainer(policy(), TASK, SHORT, sampler=off).rollout().importance_weights is None
 
 
 def test_a_resumed_stale_run_continues_the_uninterrupted_one(tmp_path):
-    config = dataclasses.replace(SHORT, steps=6, sampler_precision="bfloat16", sampler_staleness=2,
-                                 off_policy_mask_threshold=0.1)
+    config = dataclasses.replace(SHORT, steps=6)
+    sampler = RolloutEngineSampler(precision="bfloat16", staleness=2, off_policy_mask_threshold=0.1)
     warm = warm_start().model
-    whole = GRPOTrainer(warm, TASK, config).train(progress=False)
-    half = GRPOTrainer(warm, TASK, config).train(3, progress=False)
+    whole = GRPOTrainer(warm, TASK, config, sampler=sampler).train(progress=False)
+    half = GRPOTrainer(warm, TASK, config, sampler=sampler).train(3, progress=False)
     half.save(tmp_path / "c.pt")
-    resumed = GRPOTrainer.load(tmp_path / "c.pt").train(progress=False)
+    resumed = GRPOTrainer.load(tmp_path / "c.pt")
+    assert resumed.sampler == sampler
+    resumed.train(progress=False)
     assert resumed.metrics["loss"] == whole.metrics["loss"] and any(loss != 0 for loss in whole.metrics["loss"])
     assert all(torch.equal(p, q) for p, q in zip(resumed.policy.parameters(), whole.policy.parameters()))
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"sampler_precision": "fp8"}, "sampler_precision must be one of"),
-    ({"sampler_staleness": -1}, "sampler_staleness must be an integer >= 0"),
-    ({"vllm_importance_sampling_correction": 1}, "vllm_importance_sampling_correction must be True or False"),
-    ({"vllm_importance_sampling_mode": "token"}, "vllm_importance_sampling_mode must be one of"),
-    ({"vllm_importance_sampling_clip_max": 0.0}, "vllm_importance_sampling_clip_max"),
-    ({"vllm_importance_sampling_clip_min": -1.0}, "vllm_importance_sampling_clip_min"),
-    ({"vllm_importance_sampling_clip_min": 4.0}, "vllm_importance_sampling_clip_min must be <="),
-    ({"vllm_importance_sampling_mode": "sequence_truncate", "vllm_importance_sampling_clip_max": None},
-     "must not both be None"),
+    ({"precision": "fp8"}, "precision must be one of"),
+    ({"staleness": -1}, "staleness must be an integer >= 0"),
+    ({"correction": 1}, "correction must be True or False"),
+    ({"mode": "token"}, "mode must be one of"),
+    ({"clip_max": 0.0}, "clip_max"),
+    ({"clip_min": -1.0}, "clip_min"),
+    ({"clip_min": 4.0}, "clip_min must be <="),
+    ({"mode": "sequence_truncate", "clip_max": None}, "must not both be None"),
     ({"off_policy_mask_threshold": -0.5}, "off_policy_mask_threshold"),
 ])
-def test_config_bad_inputs(kwargs, message):
+def test_sampler_bad_inputs(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        GRPOConfig(**kwargs)
+        RolloutEngineSampler(**kwargs)
+    if "off_policy_mask_threshold" in kwargs:
+        with pytest.raises(ValueError, match=message):
+            PolicySampler(**kwargs)
+
+
+def test_the_trainer_refuses_what_is_not_a_strategy():
+    with pytest.raises(ValueError, match="sampler must be a Sampler"):
+        GRPOTrainer(policy(), TASK, SHORT, sampler="bfloat16")
+    with pytest.raises(ValueError, match="kl must be a KLInLoss or KLInReward"):
+        GRPOTrainer(policy(), TASK, SHORT, kl="reward")
+    with pytest.raises(ValueError, match="ratio must be a ImportanceRatio"):
+        GRPOTrainer(policy(), TASK, SHORT, ratio="sequence")

@@ -9,6 +9,9 @@ import torch
 from rl4llm.llm.model import GPT, GPTConfig
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.evaluation import greedy_accuracy
+from rl4llm.llm.kl_placement import KLInLoss, KLInReward
+from rl4llm.llm.ratios import ImportanceRatio
+from rl4llm.llm.samplers import RolloutEngineSampler
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config, compare_over_seeds, lr_factor, resolve_device
 from rl4llm.llm.warmstart import (SHIPPED_CHECKPOINT, WarmStartConfig, cache_key, load_shipped_checkpoint, sft_loss,
                               warm_start)
@@ -434,3 +437,33 @@ def test_rollout_then_update_is_one_step_and_records_each_inner_steps_clip(warm)
 def group_advantages_np(rewards):
     """Independent route: (r - mean) / (population std + 1e-8), row by row."""
     return np.stack([(r - r.mean()) / (r.std() + 1e-8) for r in rewards])
+
+
+#: Three seeded steps of each run, measured on main before the trainer's strategies (issue 34): (config
+#: overrides, strategies, mean reward per step, gradient norm per step). The rewards are sums of 0/1 scores, so
+#: any change to the prompts, the sampling stream or the weights shows; the gradient norms to float32 rounding.
+PINNED = {
+    "default": ({}, {}, [0.087890625, 0.091796875, 0.087890625],
+                [0.5191047191619873, 0.4227013885974884, 0.46897637844085693]),
+    "engine": ({"prompts_per_step": 16, "beta": 0.04},
+               {"sampler": lambda: RolloutEngineSampler(precision="bfloat16", staleness=1,
+                                                        off_policy_mask_threshold=0.1)},
+               [0.0859375, 0.1171875, 0.09375], [0.8719529509544373, 0.8121060729026794, 0.7432384490966797]),
+    "kl in the reward": ({"prompts_per_step": 16, "beta": 0.5, "inner_steps": 2}, {"kl": KLInReward},
+                         [0.0859375, 0.1171875, 0.09375], [1.9681391716003418, 2.509354591369629, 2.607029438018799]),
+    "gspo": ({"prompts_per_step": 16, "beta": 0.04, "inner_steps": 2},
+             {"ratio": lambda: ImportanceRatio(level="sequence", delta=1.3),
+              "kl": lambda: KLInLoss(estimator="k2", use_bias_correction_kl=True)},
+             [0.0859375, 0.1171875, 0.1015625], [0.8792323470115662, 0.8431860506534576, 0.7179720103740692]),
+}
+
+
+@pytest.mark.parametrize("name", PINNED)
+def test_seeded_runs_reproduce_the_numbers_measured_before_the_strategies(warm, name):
+    """The seeded default run, and one run of each later chapter's strategy, give the numbers the trainer gave
+    before chapters 17-20 moved out of GRPOConfig (bitwise on the machine that measured them)."""
+    overrides, strategies, rewards, grad_norms = PINNED[name]
+    trainer = GRPOTrainer(warm.model, TASK, GRPOConfig(steps=3, device="cpu", **overrides),
+                          **{key: make() for key, make in strategies.items()}).train(progress=False)
+    assert trainer.metrics["reward"] == rewards
+    assert trainer.metrics["grad_norm"] == pytest.approx(grad_norms, rel=1e-4)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, sample
+from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, lr_factor, prompt_indices
 from rl4llm.toy.verifier import addition_reward, addition_rewards_of_ids
@@ -69,15 +70,16 @@ def test_without_a_graph_the_sampler_draws_the_same_tokens_and_log_probs(warm):
     torch.testing.assert_close(draws[0].logp, draws[1].logp, rtol=0, atol=1e-6)
 
 
-def small(warm, **overrides):
+def small(warm, sampler=PolicySampler(), **overrides):
     config = GRPOConfig(**{"steps": 4, "prompts_per_step": 8, "group_size": 8, "lr": 1e-3, "warmup_steps": 0,
                            "loss_type": "dapo", "log_kl": False, "device": "cpu", **overrides})
-    return GRPOTrainer(warm.model, TASK, config)
+    return GRPOTrainer(warm.model, TASK, config, sampler=sampler)
 
 
 @pytest.mark.parametrize("overrides, reuses", [({}, True), ({"inner_steps": 2}, False),
                                                ({"drop_zero_variance": True}, False),
-                                               ({"sampler_staleness": 1}, False)])
+                                               ({"sampler": RolloutEngineSampler(precision="float32", staleness=1)},
+                                                False)])
 def test_the_sampling_pass_is_reused_only_at_one_inner_step_on_every_sampled_row(warm, overrides, reuses):
     assert small(warm, **overrides).reuses_sampling_pass is reuses
 

@@ -12,7 +12,10 @@ import torch
 from rl4llm.math.credit import group_advantages
 from rl4llm.math.loss_types import loss_types_with
 from rl4llm.llm.grpo import grpo_loss
+from rl4llm.llm.kl_placement import KLInLoss, KLInReward
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
+from rl4llm.llm.ratios import ImportanceRatio
+from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import CharTokenizer
 from rl4llm.llm.trainer import CLIP_METRICS, GRPOConfig
 from rl4llm.trl.plumbing import char_tokenizer_for_transformers, trl_policy
@@ -73,7 +76,10 @@ def test_every_mapped_name_is_a_trl_field():
     names = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
     assert set(trl_config_kwargs(BUSY)) <= names
     assert {field for field, _ in KNOBS.values() if field} <= names and set(FIXED) <= names
-    assert set(KNOBS) == {f.name for f in dataclasses.fields(GRPOConfig)}   # every book knob is accounted for
+    strategy_knobs = {f"{cls.__name__}.{f.name}" for cls in (KLInLoss, ImportanceRatio, RolloutEngineSampler)
+                      for f in dataclasses.fields(cls)} - {"RolloutEngineSampler.off_policy_mask_threshold"}
+    assert set(KNOBS) == {f.name for f in dataclasses.fields(GRPOConfig)} | strategy_knobs | \
+        {"KLInReward", "Sampler.off_policy_mask_threshold"}            # every book knob is accounted for
 
 
 def test_drop_zero_variance_has_no_trl_field(tmp_path):
@@ -166,6 +172,16 @@ ORTHOGONAL_ARRAY = ((0, 0, 0, 0, 0, 0), (0, 0, 0, 1, 1, 1), (0, 1, 1, 0, 0, 1), 
                     (1, 0, 1, 0, 1, 0), (1, 0, 1, 1, 0, 1), (1, 1, 0, 0, 1, 1), (1, 1, 0, 1, 0, 0))
 
 
+def run_of(config, settings):
+    """``config`` with the array's settings: the config's fields, and the strategies of the others (kl, ratio)."""
+    strategies = {"kl": KLInLoss(use_bias_correction_kl=settings.get("use_bias_correction_kl", False)),
+                  "ratio": ImportanceRatio(level=settings.get("importance_sampling_level", "token"),
+                                           delta=settings.get("delta"))}
+    fields = {k: v for k, v in settings.items() if k not in ("use_bias_correction_kl", "importance_sampling_level",
+                                                               "delta")}
+    return dataclasses.replace(config, **fields), strategies
+
+
 def test_the_array_meets_every_pair_of_knobs_in_all_four_combinations():
     for i, j in itertools.combinations(range(len(TRL_KNOB_SETTINGS)), 2):
         assert sorted((row[i], row[j]) for row in ORTHOGONAL_ARRAY) == [(0, 0)] * 2 + [(0, 1)] * 2 + [(1, 0)] * 2 + \
@@ -178,9 +194,9 @@ def test_same_loss_gradient_and_metrics_as_trl(levels):
     ratio, clip-higher, the two-sided clip delta, the KL with and without its bias correction, std scaling):
     equal loss values, gradients and logged metrics (entropy, the clip ratios, kl), for every loss type."""
     settings = {knob: values[level] for (knob, values), level in zip(TRL_KNOB_SETTINGS.items(), levels)}
-    config = dataclasses.replace(SMALL, **settings)
+    config, strategies = run_of(SMALL, settings)
     clip_types = [t for t in loss_types_with("clip") if t in TRL_LOSS_TYPES]
-    rows = compare_losses(model(), config, clip_types, seed=0)
+    rows = compare_losses(model(), config, clip_types, seed=0, **strategies)
     assert [r["loss_type"] for r in rows] == clip_types
     logged = {*CLIP_METRICS, "entropy"} | ({"kl"} if settings["beta"] else set())
     for r in rows:
@@ -200,31 +216,33 @@ def test_the_knobs_change_the_loss():
 
     m = model()
     first = {knob: values[0] for knob, values in TRL_KNOB_SETTINGS.items()}
-    base = dataclasses.replace(SMALL, **first | {"beta": 0.04})          # a KL term, so its correction can act
-    batch = loss_batch(m, base, seed=0)          # the batch of the parity test, on which both clips bind
-    loss, grads, _ = rl4llm_loss(m, batch, base)
+    base = first | {"beta": 0.04}                # a KL term, so its correction can act
+    config, strategies = run_of(SMALL, base)
+    batch = loss_batch(m, config, seed=0)        # the batch of the parity test, on which both clips bind
+    loss, grads, _ = rl4llm_loss(m, batch, config, **strategies)
     for knob, values in TRL_KNOB_SETTINGS.items():
         if knob == "scale_rewards":        # acts on the advantages, which the batch holds already
             continue
         other = values[0] if knob == "beta" else values[1]
-        moved, moved_grads, _ = rl4llm_loss(m, batch, dataclasses.replace(base, **{knob: other}))
+        config, strategies = run_of(SMALL, base | {knob: other})
+        moved, moved_grads, _ = rl4llm_loss(m, batch, config, **strategies)
         changed = max(float((moved_grads[n] - g).abs().max()) for n, g in grads.items())
         assert moved != loss or changed > 1e-6, knob
 
 
 def test_kl_knobs_without_a_trl_field():
-    for knobs in ({"kl_estimator": "k2"}, {"kl_estimator": "k1", "kl_placement": "reward"}):
-        config = dataclasses.replace(SMALL, **knobs)
+    for kl in (KLInLoss(estimator="k2"), KLInReward()):
         with pytest.raises(ValueError, match="k3 in the loss"):
-            trl_config_kwargs(config)
-        assert trl_config_kwargs(config, allow_unsupported=True) == trl_config_kwargs(SMALL)
-        assert trl_config_kwargs(dataclasses.replace(config, beta=0.0)) == \
+            trl_config_kwargs(SMALL, kl=kl)
+        assert trl_config_kwargs(SMALL, kl=kl, allow_unsupported=True) == trl_config_kwargs(SMALL)
+        assert trl_config_kwargs(dataclasses.replace(SMALL, beta=0.0), kl=kl) == \
             trl_config_kwargs(dataclasses.replace(SMALL, beta=0.0))          # no KL term: nothing to map
-    engine = dataclasses.replace(SMALL, sampler_staleness=1)               # chapter 20's rollout engine
-    with pytest.raises(ValueError, match="sampler_staleness"):
-        trl_config_kwargs(engine)
-    assert trl_config_kwargs(engine, allow_unsupported=True) == trl_config_kwargs(SMALL)
-    assert trl_config_kwargs(dataclasses.replace(SMALL, off_policy_mask_threshold=0.5))["off_policy_mask_threshold"] == 0.5
+    engine = RolloutEngineSampler(precision="float32", staleness=1)         # chapter 20's rollout engine
+    with pytest.raises(ValueError, match="staleness"):
+        trl_config_kwargs(SMALL, sampler=engine)
+    assert trl_config_kwargs(SMALL, sampler=engine, allow_unsupported=True) == trl_config_kwargs(SMALL)
+    assert trl_config_kwargs(SMALL, sampler=PolicySampler(off_policy_mask_threshold=0.5))["off_policy_mask_threshold"] \
+        == 0.5
 
 
 def test_trl_advantages_are_ddof1_eps1e4():

@@ -1,15 +1,16 @@
 """rl4llm: the library behind "RL for LLMs, from softmax to GRPO".
 
 Every formula of the book lives here once, is tested in ``tests/`` and is imported by the
-chapters in ``book/``. Each function's docstring names the chapter that derives it. The modules
-follow the book's order: toy and distributions (Part I) <- gradients <- estimators and the
-on-policy loop (Part II) <- reuse and credit <- grpo and the toy GRPO loop (Part III) <- the tiny
-transformer's task, model, warm start and trainer (Part IV).
+chapters in ``book/``. Each function's docstring names the chapter that derives it. The folders are
+layers that import one way (``tests/test_layers.py``): ``toy`` (the toys and the verifier) <- ``math``
+(the formulas) <- ``studies`` (what the chapters chart); ``math`` <- ``llm`` (the GRPO loss, the tiny
+GPT, its task, warm start and trainer) <- ``trl`` (the bridge to TRL); ``viz`` (charts) and the course
+machinery (``exercises``, ``course``) sit on top, and nothing below imports them.
 
-Only the numpy modules load with the package: the names that need PyTorch (GRPO's loss, the toy GRPO
-loop, the summary's methods, the tiny GPT, its trainer, warm start and the TRL modules) load their
-module on first use, so chapters 1-12 never pay for importing torch, and ``pip install rl4llm``
-without the ``torch`` extra is enough for them.
+This module re-exports the public names, so ``from rl4llm import softmax`` works whatever folder a
+name lives in. Only the numpy layers load with the package: the names that need PyTorch load their
+module on first use (PEP 562), so chapters 1-12 never pay for importing torch, and ``pip install
+rl4llm`` without the ``torch`` extra is enough for them.
 """
 import importlib
 # Part I: from softmax to SFT (chapters 1-5)
@@ -27,7 +28,7 @@ from .toy.verifier import EOS_MARKER, addition_reward
 from .math.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                          group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
 from .studies.onpolicy import on_policy_loop, on_policy_runs
-from .math.statistics import noise_floor, standard_error, verdict
+from .math.statistics import noise_floor, seeds_needed, standard_error, verdict
 
 # Part III: reuse, trust regions, credit, GRPO on the toy and its choices (chapters 10-14), the summary (chapter 21)
 from .math.importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
@@ -53,7 +54,11 @@ _LAZY = {
                     "run_reinforce_baseline", "run_sft", "run_trpo"),
     "llm.model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
     "llm.evaluation": ("greedy_accuracy",),
+    "llm.portability": ("print_claims",),
     "llm.trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
+    "llm.kl_placement": ("KLInLoss", "KLInReward"),
+    "llm.ratios": ("ImportanceRatio",),
+    "llm.samplers": ("PolicySampler", "RolloutEngineSampler"),
     "llm.warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
     "trl.knobs": ("cispo_trl_kwargs", "knob_table", "trl_config_kwargs"),
     "trl.parity": ("compare_losses",),

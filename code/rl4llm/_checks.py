@@ -270,6 +270,16 @@ def optional(rule):
     return lambda x, name: None if x is None else rule(x, name)
 
 
+def instance_of(*kinds):
+    """Rule: an instance of one of the classes ``kinds`` (a strategy object, say, whose own fields were
+    checked when it was made)."""
+    def rule(x, name):
+        if not isinstance(x, kinds):
+            raise ValueError(f"{name} must be a {' or '.join(k.__name__ for k in kinds)}, got {x!r}")
+        return x
+    return rule
+
+
 def same_shapes(*names: str):
     """Relation: the named (checked) array arguments share one shape."""
     def relation(args):

@@ -60,7 +60,8 @@ def _token_batch(args):
 
 def cap_range(mode: str = "mode", clip_max: str = "clip_max", clip_min: str = "clip_min"):
     """Relation: the named arguments are a mode and its bounds, C_min <= C_max, and a ``*_truncate``
-    mode has at least one of them (the trainer's config checks its fields of these names with it)."""
+    mode has at least one of them (:class:`rl4llm.llm.samplers.RolloutEngineSampler` checks its fields
+    with it)."""
     def relation(args):
         low, high = args[clip_min], args[clip_max]
         if low is not None and high is not None and low > high:

@@ -14,7 +14,10 @@ chapter shows beside the pseudocode:
     5. K inner steps of AdamW on :func:`rl4llm.llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
        to the frozen warm start), each with gradient clipping.
 
-Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. The trainer is seeded and
+Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. Later chapters plug their machinery in as
+strategy objects the loop calls: where the KL sits (``kl=``, :mod:`rl4llm.llm.kl_placement`, chapter 17),
+the ratio's options (``ratio=``, :mod:`rl4llm.llm.ratios`, chapter 18) and who samples (``sampler=``,
+:mod:`rl4llm.llm.samplers`, chapter 20). The trainer is seeded and
 deterministic on a given CPU, logs the diagnostics practitioners watch, and saves checkpoints from
 which a resumed run reproduces the uninterrupted one exactly. Held-out evaluation lives in
 :mod:`rl4llm.llm.evaluation`.
@@ -22,6 +25,7 @@ which a resumed run reproduces the uninterrupted one exactly. Held-out evaluatio
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 import os
 import time
@@ -32,22 +36,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .._checks import (at_least, check_fields, clip_range, eps_pair, flag, in_range, integer_at_least, one_of,
-                      optional, positive_real)
+from .._checks import (at_least, check_fields, checked, clip_range, eps_pair, in_range, instance_of, integer_at_least,
+                      one_of, positive_real)
 from ..math.credit import group_advantages
-from .grpo import IMPORTANCE_SAMPLING_LEVELS, KL_ESTIMATORS, grpo_loss
+from .grpo import grpo_loss
 from ..math.loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
+from .kl_placement import KLInLoss, KLInReward
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
-from .rollout_correction import (IMPORTANCE_SAMPLING_MODES, cap_range, importance_weights, off_policy_mask,
-                                 sampler_gap, weighted_advantages)
-from .rollout_engine import SAMPLER_PRECISIONS, RolloutEngine
-from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
-
-
-#: Where the KL to the reference enters (chapter 17): the loss, per token (GRPO's and TRL's), or the reward,
-#: per answer (classic RLHF-PPO's).
-KL_PLACEMENTS = ("loss", "reward")
+from .ratios import ImportanceRatio
+from .samplers import SAMPLING_METRICS, PolicySampler, Sampler
+from .tasks import MAX_COMPLETION_LEN, AdditionTask
 
 
 @dataclass
@@ -78,37 +77,15 @@ class GRPOConfig:
     device: str = "auto"            # "auto": CUDA when available, else CPU
     num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
 
-    importance_sampling_level: str = "token"   # "sequence": GSPO's one ratio per sequence, see grpo_loss
-    delta: float | None = None      # TRL's two-sided clip: the unclipped ratio capped at delta > 1 (None: off)
-    kl_estimator: str = "k3"        # the estimate of KL(pi || pi_ref) that beta weighs: "k1", "k2", "k3" (ch. 17)
-    kl_placement: str = "loss"      # "loss": beta k per token in the loss; "reward": r - beta sum_t k1 (ch. 17)
-    use_bias_correction_kl: bool = False   # TRL's: the loss's KL term times the ratio (reverse KL, ch. 17)
-
-    # a sampler that is not the trainer (chapter 20): a rollout engine, and TRL's corrections for it
-    sampler_precision: str = "float32"  # the engine's numbers, rl4llm.llm.rollout_engine.SAMPLER_PRECISIONS
-    sampler_staleness: int = 0      # the engine samples with the trainer's weights of this many outer steps ago
-    vllm_importance_sampling_correction: bool = True   # TRL's: weight by pi_old / pi_sampler (separate sampler only)
-    vllm_importance_sampling_mode: str = "sequence_mask"   # see rl4llm.llm.rollout_correction.importance_weights
-    vllm_importance_sampling_clip_max: float | None = 3.0  # TRL's C_max (1.16's name for vllm_importance_sampling_cap)
-    vllm_importance_sampling_clip_min: float | None = None  # TRL's C_min
-    off_policy_mask_threshold: float | None = None   # DeepSeek-V3.2's delta: drop A < 0 sequences this far off-policy
-
     def __post_init__(self):
-        check_fields(self, CONFIG_RULES, clip_range(), _kl_in_the_reward, _with_a_separate_sampler,
-                     cap_range(*(f"vllm_importance_sampling_{k}" for k in ("mode", "clip_max", "clip_min"))))
+        check_fields(self, CONFIG_RULES, clip_range())
 
-    @property
-    def separate_sampler(self) -> bool:
-        """Whether a rollout engine samples (chapter 20): lower precision or stale weights."""
-        return self.sampler_precision != "float32" or self.sampler_staleness > 0
-
-    def loss_options(self) -> dict:
-        """The keywords of :func:`rl4llm.llm.grpo.grpo_loss` this run trains with (eps_high filled in)."""
+    def loss_options(self, kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio()) -> dict:
+        """The keywords of :func:`rl4llm.llm.grpo.grpo_loss` this run trains with (eps_high filled in), the
+        KL's and the ratio's from the strategies ``kl`` and ``ratio`` (chapter 15's by default)."""
         eps_low, eps_high = eps_pair(self.eps_low, self.eps_high)
-        return {"eps_low": eps_low, "eps_high": eps_high, "beta": self.beta if self.kl_placement == "loss" else 0.0,
-                "loss_type": self.loss_type, "max_completion_length": self.max_new_tokens,
-                "importance_sampling_level": self.importance_sampling_level, "delta": self.delta,
-                "kl_estimator": self.kl_estimator, "use_bias_correction_kl": self.use_bias_correction_kl}
+        return {"eps_low": eps_low, "eps_high": eps_high, "loss_type": self.loss_type,
+                "max_completion_length": self.max_new_tokens, **kl.loss_options(self.beta), **ratio.loss_options()}
 
 
 def _group_size(G, name):
@@ -139,40 +116,18 @@ CONFIG_RULES = {
     "beta": in_range(0.0, math.inf, high_open=True), "loss_type": one_of(LOSS_TYPES),
     "temperature": in_range(0.0, math.inf, low_open=True, high_open=True), "max_new_tokens": _max_new_tokens,
     "eval_every": at_least(1), "num_threads": at_least(1), "device": _device,
-    "importance_sampling_level": one_of(IMPORTANCE_SAMPLING_LEVELS),
-    "delta": optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
-    "kl_estimator": one_of(KL_ESTIMATORS), "kl_placement": one_of(KL_PLACEMENTS),
-    "use_bias_correction_kl": flag,
-    "sampler_precision": one_of(SAMPLER_PRECISIONS), "sampler_staleness": at_least(0),
-    "vllm_importance_sampling_correction": flag,
-    "vllm_importance_sampling_mode": one_of(IMPORTANCE_SAMPLING_MODES),
-    "vllm_importance_sampling_clip_max": optional(positive_real),
-    "vllm_importance_sampling_clip_min": optional(in_range(0.0, math.inf, high_open=True)),
-    "off_policy_mask_threshold": optional(in_range(0.0, math.inf, high_open=True)),
 }
 
 
-def _kl_in_the_reward(fields):
-    """In the reward the KL enters as k1 summed over the completion, a number per answer (chapter 17)."""
-    if fields["kl_placement"] == "reward" and (fields["kl_estimator"] != "k1" or fields["use_bias_correction_kl"]):
-        raise ValueError(f"kl_placement='reward' takes kl_estimator='k1' and use_bias_correction_kl=False (the "
-                         f"shaped reward r - beta sum_t k1 is log pi / pi_ref per answer), got kl_estimator="
-                         f"{fields['kl_estimator']!r}, use_bias_correction_kl={fields['use_bias_correction_kl']!r}")
+#: The strategies of later chapters the trainer takes, each a rule (its fields were checked when it was made),
+#: and their relation: the sampler refuses the KL placement or ratio it cannot serve (chapter 20).
+STRATEGY_RULES = {"kl": instance_of(KLInLoss, KLInReward), "ratio": instance_of(ImportanceRatio),
+                  "sampler": instance_of(Sampler)}
 
 
-def _with_a_separate_sampler(fields):
-    """A rollout engine's log-probs are not the trainer's (chapter 20): the KL in the reward would measure
-    the engine's policy, so it is refused there; TRL's token modes weight tokens of a token-level ratio."""
-    if fields["sampler_precision"] == "float32" and fields["sampler_staleness"] == 0:
-        return
-    if fields["kl_placement"] == "reward":
-        raise ValueError("kl_placement='reward' needs the trainer to sample (sampler_precision='float32', "
-                         "sampler_staleness=0): with a rollout engine its log-probs are the engine's, not the policy's")
-    if (fields["vllm_importance_sampling_correction"] and fields["vllm_importance_sampling_mode"].startswith("token")
-            and fields["importance_sampling_level"] != "token"):
-        raise ValueError(f"vllm_importance_sampling_mode={fields['vllm_importance_sampling_mode']!r} weights each "
-                         f"token, which needs importance_sampling_level='token', got "
-                         f"{fields['importance_sampling_level']!r}")
+def strategies_agree(args):
+    """Relation: the ``sampler`` serves the ``kl`` placement and the ``ratio`` (:meth:`Sampler.check_with`)."""
+    args["sampler"].check_with(args["kl"], args["ratio"])
 
 
 def chapter15_config() -> GRPOConfig:
@@ -241,10 +196,11 @@ class Batch:
     ``rollout`` holds every sampled completion; ``rewards`` (N, G) their verifier scores. ``keep`` marks
     the rows the loss sees (all, or only the informative groups' when flat groups are dropped);
     ``advantages`` are those rows' advantages, and ``ref_logp`` their log-probs under the frozen
-    reference (None when neither ``beta`` nor ``log_kl`` needs it). When a rollout engine sampled
-    (chapter 20), ``rollout.logp`` is the engine's, ``trainer_logp`` the trainer's rescoring of the
-    kept rows (the loss's log pi_old, as in TRL), and ``importance_weights`` TRL's weight of each kept
-    sequence, shaped (rows, 1), or None without the correction.
+    reference (None when neither ``beta`` nor ``log_kl`` needs it). ``trainer_logp`` and
+    ``importance_weights`` are what the sampler attaches (None when the policy sampled itself): when a
+    rollout engine sampled (chapter 20), ``rollout.logp`` is the engine's, ``trainer_logp`` the
+    trainer's rescoring of the kept rows (the loss's log pi_old, as in TRL) and ``importance_weights``
+    TRL's weight of each kept sequence (or token), or None without the correction.
     """
     rollout: Rollout
     rewards: torch.Tensor
@@ -279,10 +235,6 @@ CLIP_METRICS = {"clip_ratio/low_mean": "clip_low_fraction", "clip_ratio/high_mea
 #: What :meth:`GRPOTrainer.update` reports, and every metric logged per outer step (TRL's names where TRL
 #: logs the quantity; ``step``, ``ratio``, ``tokens`` and ``seconds`` are the book's own).
 UPDATE_METRICS = ("loss", "grad_norm", *CLIP_METRICS, "ratio", "entropy", "kl", "learning_rate")
-#: The sampler/trainer mismatch (chapter 20), logged where a rollout engine samples (NaN otherwise).
-SAMPLING_METRICS = ("sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
-                    "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
-                    "sampling/importance_sampling_ratio/max")
 METRICS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", *CLIP_METRICS, "ratio",
            "completions/mean_length", "completions/min_length", "completions/max_length",
            "completions/clipped_ratio", *SAMPLING_METRICS, "loss", "grad_norm", "learning_rate", "tokens", "seconds")
@@ -313,12 +265,21 @@ def metric_log(logged: dict | None = None) -> dict:
 class GRPOTrainer:
     """GRPO from a warm-started policy (chapter 15). ``train()`` runs ``config.steps`` outer steps.
 
+    Later chapters' machinery comes in as strategies the loop calls, each checked where it arrives:
+    ``kl`` (:class:`~rl4llm.llm.kl_placement.KLInLoss`, the default, or
+    :class:`~rl4llm.llm.kl_placement.KLInReward`; chapter 17), ``ratio``
+    (:class:`~rl4llm.llm.ratios.ImportanceRatio`; chapter 18) and ``sampler``
+    (:class:`~rl4llm.llm.samplers.PolicySampler`, the default, or
+    :class:`~rl4llm.llm.samplers.RolloutEngineSampler`; chapter 20), which refuses the combinations it
+    cannot serve. The defaults are chapter 15's run.
+
     ``metrics`` holds one value per outer step for each of :data:`METRICS`, under TRL 1.16's names and
     with TRL's meaning (chapter 19 reads a run from them): ``reward`` and ``reward_std`` (mean and
     sample std of every sampled reward), ``frac_reward_zero_std`` (share of groups whose rewards are
-    all equal: the rewards the advantages come from, shaped by the KL with ``kl_placement="reward"``), ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3
-    KL to the warm start on the loss batch, times the ratio with ``use_bias_correction_kl``; NaN when
-    not measured), the clip ratios (``clip_ratio/low_mean``, ``/high_mean``, ``/region_mean``,
+    all equal: the rewards the advantages come from, shaped by the KL with ``kl=KLInReward()``),
+    ``entropy`` (mean per-token entropy of the policy on the loss batch), ``kl`` (mean k3 KL to the
+    warm start on the loss batch, times the ratio with ``KLInLoss(use_bias_correction_kl=True)``; NaN
+    when not measured), the clip ratios (``clip_ratio/low_mean``, ``/high_mean``, ``/region_mean``,
     ``/low_min``, ``/high_max``: see :func:`rl4llm.llm.grpo.grpo_loss`), ``completions/mean_length``,
     ``/min_length``, ``/max_length`` (tokens, EOS included) and ``completions/clipped_ratio`` (share
     cut off at ``max_new_tokens`` without EOS), ``loss``, ``grad_norm`` (before clipping) and
@@ -334,22 +295,26 @@ class GRPOTrainer:
 
     METRICS = METRICS
 
-    def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None):
+    @checked(strategies_agree, **STRATEGY_RULES)
+    def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None, *,
+                 kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio(),
+                 sampler: Sampler = PolicySampler()):
         self.config = cfg = config if config is not None else GRPOConfig()
-        if PROMPT_LEN + cfg.max_new_tokens > policy.config.block_size:
-            raise ValueError(f"max_new_tokens must be at most {policy.config.block_size - PROMPT_LEN} for this "
-                             f"model: a {PROMPT_LEN}-token prompt plus max_new_tokens must fit its block_size="
-                             f"{policy.config.block_size}, got max_new_tokens={cfg.max_new_tokens}")
+        self.kl, self.ratio, self.sampler = kl, ratio, sampler         # chapters 17, 18 and 20's strategies
+        self.prompt_len = task.train_prompt_ids.shape[1]
+        if self.prompt_len + cfg.max_new_tokens > policy.config.block_size:
+            raise ValueError(f"max_new_tokens must be at most {policy.config.block_size - self.prompt_len} for "
+                             f"this model: a {self.prompt_len}-token prompt plus max_new_tokens must fit its "
+                             f"block_size={policy.config.block_size}, got max_new_tokens={cfg.max_new_tokens}")
         self.task = task
         self.device = resolve_device(cfg.device)
         self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
         self.reference = copy.deepcopy(self.policy).requires_grad_(False)   # pi_ref: the frozen warm start
-        self.sampler = RolloutEngine(self.policy, cfg.sampler_precision, cfg.sampler_staleness) \
-            if cfg.separate_sampler else None                                 # chapter 20: a rollout engine
+        self.engine = sampler.start(self.policy)      # the model that samples, when it is not the policy
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                            fused=True)     # one kernel for every tensor (CPU and CUDA alike)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
-        self.loss_options = cfg.loss_options()
+        self.loss_options = cfg.loss_options(kl, ratio)
         self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
         self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
         if cfg.prompts_per_step > len(self.train_prompts):
@@ -365,12 +330,12 @@ class GRPOTrainer:
     def reuses_sampling_pass(self) -> bool:
         """Whether the loss differentiates the sampler's own log-probs (``sample(keep_graph=True)``)
         instead of recomputing them in a second forward pass: with one inner step, when the policy
-        samples itself (no rollout engine, chapter 20) and every sampled row enters the loss. The pass
+        samples itself (no rollout engine) and every sampled row enters the loss. The pass
         that sampled then ran the very weights the loss differentiates, on the very tokens; with
         flat groups dropped, a second pass over the kept rows costs less than a backward pass
         through every sampled row."""
         cfg = self.config
-        return cfg.inner_steps == 1 and self.sampler is None and not cfg.drop_zero_variance
+        return cfg.inner_steps == 1 and self.engine is None and not cfg.drop_zero_variance
 
     def _lr_factor(self, updates: int) -> float:
         """lr multiplier after ``updates`` scheduler steps: :func:`lr_factor` of this run's knobs."""
@@ -385,55 +350,39 @@ class GRPOTrainer:
 
     def rollout(self) -> Batch:
         """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages."""
-        cfg, task, tok = self.config, self.task, self.task.tokenizer
-        G = cfg.group_size
+        cfg, task, tok, G = self.config, self.task, self.task.tokenizer, self.config.group_size
         chosen = torch.as_tensor(prompt_indices(len(task.train_pairs), cfg.prompts_per_step, cfg.seed,
-                                                self.step_count))
+                                                self.step_count))                       # 1. the step's prompts
         prompts = self.train_prompts[chosen.to(self.device)]
-        if self.sampler is not None:
-            self.sampler.sync(self.policy)
-        try:    # pi_old = freeze(pi_theta): no gradients; the sampler records log pi_old
-            rollout = sample(self.policy if self.sampler is None else self.sampler.model, prompts, group_size=G,
-                             max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                             eos_id=tok.eos_id, pad_id=tok.pad_id,
+        model = self.sampler.sync(self.engine, self.policy)        # 2. pi_old = freeze(pi_theta): no gradients;
+        try:                                                       #    the sampler records log pi_old
+            rollout = sample(model, prompts, group_size=G, max_new_tokens=cfg.max_new_tokens,
+                             temperature=cfg.temperature, eos_id=tok.eos_id, pad_id=tok.pad_id,
                              generator=self.sample_generator, keep_graph=self.reuses_sampling_pass)
         except FloatingPointError as err:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; "
                                      f"training stopped") from err
-        pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)
+        pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)                 # 3. the verifier's scores
         scores = task.rewards(pairs, rollout.completions.cpu().numpy())
-        rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device)
-        rewards = rewards.view(-1, G)
-        shaped, ref_logp = rewards, None
-        if cfg.kl_placement == "reward" and cfg.beta > 0:
-            # classic RLHF-PPO: r_i - beta sum_t k1_it, k1 = log pi_old / pi_ref of each sampled token
-            with torch.no_grad():
-                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens, rollout.prompt_len,
-                                                  cfg.temperature, G)
-            k1 = KL_ESTIMATORS["k1"](ref_logp - rollout.logp) * rollout.mask
-            shaped = rewards - cfg.beta * k1.sum(dim=1).view(-1, G)
-        # a group is flat when the reward its advantages come from is (as in TRL): the shaped one when the KL
-        # is in the reward, where equal scores with unequal KLs still teach (lower the KL)
+        rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device).view(-1, G)
+        shaped, ref_logp = self.kl.shaped_rewards(self.reference, rollout, rewards, cfg.beta, cfg.temperature)
+        # 4. group advantages; a group is flat when the reward its advantages come from is (as in TRL)
         informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(G)
         keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)
-        if ref_logp is not None:
-            ref_logp = ref_logp[keep]
-        elif (cfg.beta > 0 or cfg.log_kl) and bool(keep.any()):
-            with torch.no_grad():
-                ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep],
-                                                  rollout.prompt_len, cfg.temperature, G)
+        ref_logp = self._reference_logp(rollout, keep) if ref_logp is None else ref_logp[keep]
         advantages = group_advantages(shaped, scale=cfg.scale_rewards).view(-1)
-        trainer_logp = weights = None
-        if self.sampler is not None and bool(keep.any()):    # the trainer rescores what the engine drew, as TRL does
-            with torch.no_grad():
-                trainer_logp, _ = completion_logprobs(self.policy, rollout.tokens[keep], rollout.prompt_len,
-                                                      cfg.temperature, G)
-            if cfg.vllm_importance_sampling_correction:
-                weights = importance_weights.unchecked(trainer_logp, rollout.logp[keep], rollout.mask[keep],
-                                                       mode=cfg.vllm_importance_sampling_mode,
-                                                       clip_max=cfg.vllm_importance_sampling_clip_max,
-                                                       clip_min=cfg.vllm_importance_sampling_clip_min)
+        trainer_logp, weights = self.sampler.rescore(self.policy, rollout, keep, cfg.temperature, G)
         return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp, trainer_logp, weights)
+
+    def _reference_logp(self, rollout: Rollout, keep: torch.Tensor) -> torch.Tensor | None:
+        """log pi_ref of the kept rows, when the loss's KL (beta > 0) or its log (``log_kl``) needs them."""
+        cfg = self.config
+        if not (cfg.beta > 0 or cfg.log_kl) or not bool(keep.any()):
+            return None
+        with torch.no_grad():
+            ref_logp, _ = completion_logprobs(self.reference, rollout.tokens[keep], rollout.prompt_len,
+                                              cfg.temperature, cfg.group_size)
+        return ref_logp
 
     def update(self, batch: Batch) -> dict:
         """Step 5: K clipped inner steps on the same batch. Returns the diagnostics: the K steps' mean
@@ -459,15 +408,16 @@ class GRPOTrainer:
             self.scheduler.step()
 
     def inner_step(self, batch: Batch, k: int) -> dict:
-        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config), gradient clipped."""
+        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config and the strategies),
+        gradient clipped."""
         cfg, mask = self.config, batch.mask
         if batch.rollout.loss_logp is not None:    # K = 1: the pass that sampled is the loss's forward pass
             logp, entropy = batch.rollout.loss_logp, batch.rollout.entropy
         else:
             logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
                                                 cfg.temperature, cfg.group_size)      # (N, T) each
-        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, self._weighted_advantages(batch, logp), mask,
-                                          ref_logp=batch.ref_logp, **self.loss_options)
+        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, self.sampler.weighted_advantages(batch, logp),
+                                          mask, ref_logp=batch.ref_logp, **self.loss_options)
         self._check_finite(loss, "loss", k)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -476,18 +426,6 @@ class GRPOTrainer:
         self.optimizer.step()
         return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), "ratio": stats["mean_ratio"],
                 **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
-
-    def _weighted_advantages(self, batch: Batch, logp: torch.Tensor) -> torch.Tensor:
-        """The advantages times TRL's weights (chapter 20): the separate sampler's importance weight (per
-        sequence, or per token in the ``token_*`` modes) and the off-policy sequence mask, each where
-        configured (else the advantages as they are)."""
-        advantages, threshold = batch.advantages, self.config.off_policy_mask_threshold
-        if batch.importance_weights is not None:
-            advantages = weighted_advantages(advantages, batch.importance_weights)
-        if threshold is not None:
-            keep = off_policy_mask.unchecked(batch.advantages, logp, batch.sampler_logp, batch.mask, threshold)
-            advantages = weighted_advantages(advantages, keep)
-        return advantages
 
     def step(self) -> dict:
         """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
@@ -505,27 +443,12 @@ class GRPOTrainer:
                     "completions/mean_length": float(lengths.mean()), "completions/min_length": float(lengths.min()),
                     "completions/max_length": float(lengths.max()),
                     "completions/clipped_ratio": float(((last != tok.eos_id) & (last != tok.pad_id)).float().mean()),
-                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed} | self._sampling_metrics(batch)
+                    "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed} | self.sampler.metrics(batch)
         row = {key: measured[key] if key in measured else stats[key] for key in METRICS}
         for key, value in row.items():
             self.metrics[key].append(value)
         self.clip_fraction_per_inner_step.append(stats["clip_fraction_per_inner_step"])
         return with_aliases(row)
-
-    @staticmethod
-    def _sampling_metrics(batch: Batch) -> dict:
-        """TRL's ``sampling/*`` metrics of the batch (chapter 20): |log pi_old - log pi_sampler| over the kept
-        completion tokens (mean, max) and the importance weights (min, mean, max); NaN where not measured."""
-        out = dict.fromkeys(SAMPLING_METRICS, math.nan)
-        if batch.trainer_logp is not None and bool(batch.mask.any()):
-            gap = sampler_gap(batch.trainer_logp, batch.sampler_logp, batch.mask)[batch.mask > 0].abs()
-            out["sampling/sampling_logp_difference/mean"] = float(gap.mean())
-            out["sampling/sampling_logp_difference/max"] = float(gap.max())
-        if batch.importance_weights is not None and batch.importance_weights.numel():
-            w = batch.importance_weights
-            for name, value in (("min", w.min()), ("mean", w.mean()), ("max", w.max())):
-                out[f"sampling/importance_sampling_ratio/{name}"] = float(value)
-        return out
 
     def _check_finite(self, value: torch.Tensor, quantity: str, inner_step: int) -> None:
         if not bool(torch.isfinite(value)):
@@ -573,6 +496,7 @@ class GRPOTrainer:
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {"config": asdict(self.config), "model_config": asdict(self.policy.config),
+                "strategies": {name: _strategy_state(getattr(self, name)) for name in ("kl", "ratio", "sampler")},
                 "task": {"seed": self.task.seed, "n_eval": self.task.n_eval},
                 "policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
@@ -584,7 +508,7 @@ class GRPOTrainer:
                 "step_count": self.step_count, "train_seconds": self.train_seconds,
                 "metrics": self.metrics, "evals": self.evals,
                 "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step} \
-            | ({"sampler": self.sampler.state_dict()} if self.sampler is not None else {})
+            | ({"engine": self.engine.state_dict()} if self.engine is not None else {})
 
     def save(self, path: str) -> None:
         """Write a checkpoint atomically; refuses (FloatingPointError) if any weight is NaN or inf."""
@@ -618,7 +542,8 @@ class GRPOTrainer:
         config = GRPOConfig(**{**state["config"], **({"device": device} if device else {})})
         policy = GPT(GPTConfig(**state["model_config"]))
         policy.load_state_dict(state["policy"])
-        trainer = cls(policy, AdditionTask(**state["task"]), config)
+        strategies = {name: _restored_strategy(saved) for name, saved in state["strategies"].items()}
+        trainer = cls(policy, AdditionTask(**state["task"]), config, **strategies)
         trainer.reference.load_state_dict(state["reference"])
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.scheduler.load_state_dict(state["scheduler"])
@@ -634,9 +559,20 @@ class GRPOTrainer:
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
         trainer.metrics, trainer.evals = metric_log(state["metrics"]), state["evals"]
         trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]
-        if trainer.sampler is not None:
-            trainer.sampler.load_state_dict(state["sampler"])
+        if trainer.engine is not None:
+            trainer.engine.load_state_dict(state["engine"])
         return trainer
+
+
+def _strategy_state(strategy) -> list:
+    """A strategy as a checkpoint holds it: its class's module and name, and its fields."""
+    return [type(strategy).__module__, type(strategy).__qualname__, asdict(strategy)]
+
+
+def _restored_strategy(saved: list):
+    """The strategy :func:`_strategy_state` saved."""
+    module, name, fields = saved
+    return getattr(importlib.import_module(module), name)(**fields)
 
 
 # ---- "a single run proves nothing" ------------------------------------------------------------
@@ -645,15 +581,19 @@ def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settin
     """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
 
     ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
-    False}}``); every run starts from ``policy`` and differs from the others only in its overrides
-    and seed. Returns ``{name: array of final accuracies, one per seed}``.
+    False}}``), and under ``"kl"``, ``"ratio"`` or ``"sampler"`` to the trainer's strategies of later
+    chapters (e.g. ``{"sampler": RolloutEngineSampler(staleness=4)}``); every run starts from ``policy``
+    and differs from the others only in its overrides and seed. Returns ``{name: array of final
+    accuracies, one per seed}``.
     """
     seeds = [integer_at_least(s, "seeds", 0) for s in seeds]
     if len(seeds) < 2:
         raise ValueError(f"seeds must hold at least 2 seeds (a spread needs two runs), got {seeds!r}")
     results = {}
     for name, overrides in settings.items():
-        finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **overrides, "seed": seed}))
+        strategies = {key: overrides[key] for key in ("kl", "ratio", "sampler") if key in overrides}
+        fields = {key: value for key, value in overrides.items() if key not in strategies}
+        finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **fields, "seed": seed}), **strategies)
                   .train(progress=False).evals["accuracy"][-1] for seed in seeds]
         results[name] = np.array(finals)
     return results

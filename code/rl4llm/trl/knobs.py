@@ -1,7 +1,9 @@
 """The book's GRPO knobs as TRL 1.16 ``GRPOConfig`` fields (chapter 16).
 
-:func:`trl_config_kwargs` maps an :class:`rl4llm.llm.trainer.GRPOConfig` to keyword arguments of
-``trl.GRPOConfig``; :func:`knob_table` lays the mapping out beside TRL's own defaults;
+:func:`trl_config_kwargs` maps an :class:`rl4llm.llm.trainer.GRPOConfig` and the strategies of chapters
+17-20 (``kl``, ``ratio``, ``sampler``: :mod:`rl4llm.llm.kl_placement`, :mod:`rl4llm.llm.ratios`,
+:mod:`rl4llm.llm.samplers`) to keyword arguments of ``trl.GRPOConfig``; :func:`knob_table` lays the
+mapping out beside TRL's own defaults;
 :func:`adam_step_with_trl_advantages` measures what TRL's smaller advantages do to the book's AdamW
 steps (next to nothing: Adam divides a constant gradient scale out). ``trl`` is imported inside the
 functions that need it, so ``import rl4llm`` does not import it.
@@ -24,14 +26,19 @@ from dataclasses import replace
 import torch
 
 from .._checks import checked, integer_at_least, positive_real
+from ..llm.kl_placement import KLInLoss, KLInReward
 from ..llm.objectives import EPS_MAX
 from ..math.credit import group_advantages
 from .plumbing import quiet
 from ..llm.model import GPT
+from ..llm.ratios import ImportanceRatio
+from ..llm.samplers import PolicySampler, RolloutEngineSampler, Sampler
 from ..llm.tasks import AdditionTask
-from ..llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
+from ..llm.trainer import STRATEGY_RULES, GRPOConfig, GRPOTrainer, chapter15_config, strategies_agree
 
-#: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it).
+#: Book knob -> (TRL ``GRPOConfig`` field, or None when TRL has none; the chapter that explains it). A knob is
+#: a field of :class:`~rl4llm.llm.trainer.GRPOConfig` or ``Strategy.field`` of a later chapter's strategy
+#: (``KLInReward``: that strategy itself).
 KNOBS = {
     "group_size": ("num_generations", 13),
     "prompts_per_step": ("per_device_train_batch_size", 15),
@@ -40,18 +47,18 @@ KNOBS = {
     "eps_high": ("epsilon_high", 14),
     "beta": ("beta", 14),
     "loss_type": ("loss_type", 14),
-    "importance_sampling_level": ("importance_sampling_level", 18),
-    "delta": ("delta", 16),
-    "use_bias_correction_kl": ("use_bias_correction_kl", 17),
-    "kl_estimator": (None, 17),
-    "kl_placement": (None, 17),
-    "sampler_precision": (None, 20),
-    "sampler_staleness": (None, 20),
-    "vllm_importance_sampling_correction": ("vllm_importance_sampling_correction", 20),
-    "vllm_importance_sampling_mode": ("vllm_importance_sampling_mode", 20),
-    "vllm_importance_sampling_clip_max": ("vllm_importance_sampling_clip_max", 20),
-    "vllm_importance_sampling_clip_min": ("vllm_importance_sampling_clip_min", 20),
-    "off_policy_mask_threshold": ("off_policy_mask_threshold", 20),
+    "ImportanceRatio.level": ("importance_sampling_level", 18),
+    "ImportanceRatio.delta": ("delta", 16),
+    "KLInLoss.use_bias_correction_kl": ("use_bias_correction_kl", 17),
+    "KLInLoss.estimator": (None, 17),
+    "KLInReward": (None, 17),
+    "RolloutEngineSampler.precision": (None, 20),
+    "RolloutEngineSampler.staleness": (None, 20),
+    "RolloutEngineSampler.correction": ("vllm_importance_sampling_correction", 20),
+    "RolloutEngineSampler.mode": ("vllm_importance_sampling_mode", 20),
+    "RolloutEngineSampler.clip_max": ("vllm_importance_sampling_clip_max", 20),
+    "RolloutEngineSampler.clip_min": ("vllm_importance_sampling_clip_min", 20),
+    "Sampler.off_policy_mask_threshold": ("off_policy_mask_threshold", 20),
     "scale_rewards": ("scale_rewards", 14),
     "temperature": ("temperature", 2),
     "max_new_tokens": ("max_completion_length", 15),
@@ -90,7 +97,10 @@ def cispo_trl_kwargs(eps_max: float = EPS_MAX) -> dict:
     return {"loss_type": "cispo", "epsilon_high": eps_max}
 
 
-def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, num_processes: int = 1) -> dict:
+@checked(strategies_agree, **STRATEGY_RULES)
+def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLoss(),
+                      ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler(),
+                      allow_unsupported: bool = False, num_processes: int = 1) -> dict:
     """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 16).
 
     TRL counts completions where the book counts prompts, and optimizer steps where the book counts
@@ -101,17 +111,19 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
     prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
     ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
     becomes ``epsilon_high = eps_low`` explicitly; :data:`FIXED` is added. ``device="cpu"`` sets
-    ``use_cpu=True``. ``delta``, ``use_bias_correction_kl``, ``off_policy_mask_threshold`` and the
-    ``vllm_importance_sampling_*`` corrections keep their names (TRL applies the latter only with
-    ``use_vllm``, as the book only with a separate sampler); ``eval_every``,
+    ``use_cpu=True``. The strategies' fields go to TRL's fields of :data:`KNOBS`: ``ratio``'s level and
+    delta, ``kl``'s ``use_bias_correction_kl``, ``sampler``'s ``off_policy_mask_threshold`` and a
+    :class:`~rl4llm.llm.samplers.RolloutEngineSampler`'s correction as TRL's ``vllm_importance_sampling_*``
+    (TRL applies these only with ``use_vllm``, as the book only with a rollout engine; with the policy
+    sampling they are the engine's defaults, TRL's own); ``eval_every``,
     ``log_kl`` and ``num_threads`` are the book trainer's own bookkeeping and have no TRL counterpart.
 
     Settings TRL cannot run raise ValueError unless ``allow_unsupported=True``:
     ``drop_zero_variance=True``, since TRL cannot leave flat groups out of the loss batch (mapped, the
     knob is dropped and flat groups stay in the batch with zero advantages: they still count in the
-    token normalisers and the KL term); a rollout engine (``sampler_precision`` or ``sampler_staleness``;
+    token normalisers and the KL term); a rollout engine (``sampler=RolloutEngineSampler(...)``;
     mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
-    loss (``kl_estimator`` other than ``"k3"`` or ``kl_placement="reward"``; mapped, TRL puts k3 in the loss).
+    loss (``KLInLoss(estimator=...)`` other than ``"k3"`` or ``KLInReward()``; mapped, TRL puts k3 in the loss).
     """
     if not isinstance(config, GRPOConfig):
         raise ValueError(f"config must be an rl4llm.llm.trainer.GRPOConfig, got {type(config).__name__}")
@@ -122,12 +134,14 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
     if config.drop_zero_variance and not allow_unsupported:
         raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
                          "allow_unsupported=True to map the rest and keep flat groups in the batch")
-    if config.separate_sampler and not allow_unsupported:
-        raise ValueError("sampler_precision and sampler_staleness (chapter 20's rollout engine) have no TRL GRPOConfig "
-                         "field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
-    if config.beta > 0 and (config.kl_estimator, config.kl_placement) != ("k3", "loss") and not allow_unsupported:
-        raise ValueError(f"kl_estimator={config.kl_estimator!r} with kl_placement={config.kl_placement!r}: TRL 1.16 "
-                         f"has k3 in the loss only; pass allow_unsupported=True to map the rest with TRL's k3")
+    engine = isinstance(sampler, RolloutEngineSampler)
+    if engine and not allow_unsupported:
+        raise ValueError(f"sampler={sampler!r} (chapter 20's rollout engine: precision, staleness) has no TRL "
+                         f"GRPOConfig field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
+    if config.beta > 0 and not (isinstance(kl, KLInLoss) and kl.estimator == "k3") and not allow_unsupported:
+        raise ValueError(f"kl={kl!r}: TRL 1.16 has k3 in the loss only; pass allow_unsupported=True to map the "
+                         f"rest with TRL's k3")
+    correction = sampler if engine else RolloutEngineSampler()
     K = config.inner_steps
     kwargs = {
         "num_generations": config.group_size,
@@ -137,13 +151,12 @@ def trl_config_kwargs(config: GRPOConfig, *, allow_unsupported: bool = False, nu
         "epsilon_high": config.eps_low if config.eps_high is None else config.eps_high,
         "beta": config.beta,
         "loss_type": config.loss_type,
-        "importance_sampling_level": config.importance_sampling_level,
-        "delta": config.delta,
-        "use_bias_correction_kl": config.use_bias_correction_kl,
-        **{field: getattr(config, field) for field in ("vllm_importance_sampling_correction",
-                                                       "vllm_importance_sampling_mode",
-                                                       "vllm_importance_sampling_clip_max",
-                                                       "vllm_importance_sampling_clip_min", "off_policy_mask_threshold")},
+        "importance_sampling_level": ratio.level,
+        "delta": ratio.delta,
+        "use_bias_correction_kl": isinstance(kl, KLInLoss) and kl.use_bias_correction_kl,
+        **{f"vllm_importance_sampling_{name}": getattr(correction, name)
+           for name in ("correction", "mode", "clip_max", "clip_min")},
+        "off_policy_mask_threshold": sampler.off_policy_mask_threshold,
         "scale_rewards": "group" if config.scale_rewards else "none",
         "temperature": config.temperature,
         "max_completion_length": config.max_new_tokens,
@@ -184,10 +197,13 @@ def trl_defaults(fields) -> dict:
     return out
 
 
-def knob_table(config: GRPOConfig | None = None) -> list[dict]:
+def knob_table(config: GRPOConfig | None = None, *, kl: KLInLoss | KLInReward = KLInLoss(),
+               ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler()) -> list[dict]:
     """One row per book knob and per :data:`FIXED` field: the mapping next to TRL's default (chapter 16).
 
-    Each row: ``knob`` (the book's name, "" for a fixed field), ``book`` (its value in ``config``),
+    Each row: ``knob`` (the book's name, "" for a fixed field), ``book`` (its value in ``config`` or in
+    the strategy of that class among ``kl``, ``ratio``, ``sampler``; None for a strategy not in use;
+    for ``KLInReward``, whether it is in use),
     ``trl_field``, ``trl_value`` (what :func:`trl_config_kwargs` sets; None when it leaves the field
     at TRL's default), ``trl_default`` and ``chapter`` (None for fixed fields). A knob with no TRL
     field has ``None`` in the TRL columns.
@@ -195,16 +211,28 @@ def knob_table(config: GRPOConfig | None = None) -> list[dict]:
     The default ``config`` is chapter 15's run, :func:`rl4llm.llm.trainer.chapter15_config`.
     """
     config = chapter15_config() if config is None else config
-    kwargs = trl_config_kwargs(config, allow_unsupported=True)
+    kwargs = trl_config_kwargs(config, kl=kl, ratio=ratio, sampler=sampler, allow_unsupported=True)
     fields = [field for field, _ in KNOBS.values() if field] + list(FIXED)
     defaults = trl_defaults(fields)
-    rows = [{"knob": knob, "book": getattr(config, knob), "trl_field": field,
+    rows = [{"knob": knob, "book": _book_value(knob, config, (kl, ratio, sampler)), "trl_field": field,
              "trl_value": kwargs.get(field) if field else None,
              "trl_default": defaults[field] if field else None, "chapter": chapter}
             for knob, (field, chapter) in KNOBS.items()]
     rows += [{"knob": "", "book": None, "trl_field": field, "trl_value": value, "trl_default": defaults[field],
               "chapter": None} for field, value in FIXED.items()]
     return rows
+
+
+def _book_value(knob: str, config: GRPOConfig, strategies: tuple):
+    """The value of a :data:`KNOBS` key in this run: a config field, or ``Strategy.field`` of the strategy of
+    that class in use (None when none is; a bare strategy name: whether it is in use)."""
+    if not knob[:1].isupper():
+        return getattr(config, knob)
+    kind, _, field = knob.partition(".")
+    in_use = [s for s in strategies if kind in {c.__name__ for c in type(s).__mro__}]
+    if not field:
+        return bool(in_use)
+    return getattr(in_use[0], field) if in_use else None
 
 
 # ---- TRL's advantages under the book's AdamW ----------------------------------------------------

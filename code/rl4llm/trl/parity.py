@@ -16,10 +16,12 @@ import torch
 
 from .._checks import finite_real, integer_at_least
 from ..llm.grpo import grpo_loss
+from ..llm.kl_placement import KLInLoss
 from ..math.credit import group_advantages
 from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
 from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
+from ..llm.ratios import ImportanceRatio
 from ..llm.tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
 from ..llm.trainer import GRPOConfig, loss_metrics
 from .knobs import trl_config_kwargs
@@ -85,28 +87,31 @@ def loss_batch(model: GPT, config: GRPOConfig, *, seed: int = 0, perturbation: f
     return LossBatch(tokens, prompts.shape[1], mask, advantages, old_logp, ref_logp)
 
 
-def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict, dict]:
+def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig, *, kl: KLInLoss = KLInLoss(),
+                ratio: ImportanceRatio = ImportanceRatio()) -> tuple[float, dict, dict]:
     """The book's loss on ``batch``: :func:`rl4llm.llm.grpo.grpo_loss` on :func:`completion_logprobs`.
 
-    Settings from ``config`` (its :meth:`~rl4llm.llm.trainer.GRPOConfig.loss_options`: eps_low, eps_high,
-    beta, loss_type, max_new_tokens as dr_grpo's constant, importance_sampling_level, delta, the KL
-    estimator and its bias correction; and temperature). Returns ``(loss, grads, stats)``: the loss as
+    Settings from ``config`` and the strategies ``kl`` and ``ratio`` (their
+    :meth:`~rl4llm.llm.trainer.GRPOConfig.loss_options`: eps_low, eps_high, beta, loss_type, max_new_tokens
+    as dr_grpo's constant, the ratio's level and delta, the KL estimator and its bias correction; and
+    temperature). Returns ``(loss, grads, stats)``: the loss as
     a float, the gradient of each parameter by name (``model``'s grads are left as they were), and
     ``grpo_loss``'s diagnostics with the trainer's TRL-named metrics (:func:`rl4llm.llm.trainer.loss_metrics`).
     """
     params = dict(model.named_parameters())
     logp, entropy = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
     loss, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, ref_logp=batch.ref_logp,
-                            **config.loss_options())
+                            **config.loss_options(kl, ratio))
     grads = torch.autograd.grad(loss, list(params.values()))
     return float(loss.detach()), dict(zip(params, grads)), stats | loss_metrics(stats, entropy, batch.mask, True)
 
 
 def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory: str, *,
-                     num_processes: int = 1):
+                     num_processes: int = 1, **strategies):
     """A real ``trl.GRPOTrainer`` ready to compute the loss of ``batch`` (chapter 16).
 
-    Built from :func:`trl_config_kwargs` (``num_processes`` as there) on the CPU, its outputs and
+    Built from :func:`trl_config_kwargs` (``num_processes`` and the ``strategies`` ``kl``, ``ratio``,
+    ``sampler`` as there) on the CPU, its outputs and
     the policy (from which TRL loads its reference model) saved under ``directory``; no download.
     The model is in training mode and gradient accumulation is 1, as in the book's step.
     """
@@ -116,7 +121,7 @@ def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory
 
     tok = CharTokenizer()
     hf = trl_policy(model, tok, directory=f"{directory}/policy")
-    kwargs = {**trl_config_kwargs(config, num_processes=num_processes), "use_cpu": True}
+    kwargs = {**trl_config_kwargs(config, num_processes=num_processes, **strategies), "use_cpu": True}
     args = TRLConfig(**kwargs, output_dir=str(directory), report_to="none", save_strategy="no",
                      disable_tqdm=True)
     prompts = tok.decode_batch(batch.prompts.tolist())
@@ -157,8 +162,9 @@ def book_layout(model: GPT, hf_tensors: dict) -> dict:
             else hf_tensors["transformer." + name] for name in names}
 
 
-def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, dict, dict]:
-    """TRL 1.16's loss on ``batch``: ``GRPOTrainer._compute_loss`` on ``to_gpt2``.
+def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig, **strategies) -> tuple[float, dict, dict]:
+    """TRL 1.16's loss on ``batch``: ``GRPOTrainer._compute_loss`` on ``to_gpt2`` (``strategies`` as
+    :func:`trl_loss_trainer`'s).
 
     A real trainer (:func:`trl_loss_trainer`) is handed the inputs its own sampling step
     would build (:func:`trl_loss_inputs`); its loss is differentiated with autograd.
@@ -166,7 +172,7 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig) -> tuple[float, d
     ``_compute_loss`` logged (entropy, the clip ratios, and kl when beta > 0), by TRL's names.
     """
     with quiet(), tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_loss_trainer(model, batch, config, tmp)
+        trainer = trl_loss_trainer(model, batch, config, tmp, **strategies)
         loss = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
     params = dict(trainer.model.named_parameters())
     grads = torch.autograd.grad(loss, list(params.values()))
@@ -181,11 +187,12 @@ TRL_LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo", "cispo")
 
 def compare_losses(model: GPT, config: GRPOConfig,
                    loss_types=tuple(t for t in loss_types_with("clip") if t in TRL_LOSS_TYPES), *, seed: int = 0,
-                   perturbation: float = 0.3) -> list[dict]:
+                   perturbation: float = 0.3, kl: KLInLoss = KLInLoss(),
+                   ratio: ImportanceRatio = ImportanceRatio()) -> list[dict]:
     """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 16).
 
     One :func:`loss_batch` (``seed``, ``perturbation``) for all; ``config`` with its ``loss_type``
-    replaced by each in turn. Each row: ``loss_type``, ``rl4llm`` and ``trl`` (the two loss values),
+    replaced by each in turn, with the strategies ``kl`` and ``ratio`` (chapters 17-18). Each row: ``loss_type``, ``rl4llm`` and ``trl`` (the two loss values),
     ``difference`` (trl - rl4llm), ``max_grad_difference`` (largest absolute difference over every
     parameter's gradient), ``metrics`` (the names TRL logged), ``max_metric_difference`` (largest
     absolute difference between TRL's logged value and the trainer's metric of that name),
@@ -198,8 +205,8 @@ def compare_losses(model: GPT, config: GRPOConfig,
     rows = []
     for loss_type in loss_types:
         cfg = replace(config, loss_type=loss_type)
-        ours, our_grads, stats = rl4llm_loss(model, batch, cfg)
-        theirs, their_grads, logged = trl_loss(model, batch, cfg)
+        ours, our_grads, stats = rl4llm_loss(model, batch, cfg, kl=kl, ratio=ratio)
+        theirs, their_grads, logged = trl_loss(model, batch, cfg, kl=kl, ratio=ratio)
         rows.append({"loss_type": loss_type, "rl4llm": ours, "trl": theirs, "difference": theirs - ours,
                      "max_grad_difference": max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()),
                      "metrics": sorted(logged),
