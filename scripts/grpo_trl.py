@@ -104,7 +104,7 @@ def check_normalisation(warm_model, state, path: Path) -> None:
     from rl4llm.llm.data_parallel import shard_slices
     from rl4llm.llm.trainer import GRPOConfig
     from rl4llm.trl.plumbing import quiet
-    from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
+    from rl4llm.trl.parity import TRL_LOSS_TYPES, book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 
     config = GRPOConfig(prompts_per_step=2, group_size=4, eps_low=0.2, eps_high=0.28, beta=0.04,
                         temperature=0.7, device="cpu")
@@ -116,7 +116,7 @@ def check_normalisation(warm_model, state, path: Path) -> None:
         trainer = trl_loss_trainer(warm_model, batch, config, shared, num_processes=state.num_processes)
         wrapped = trainer.accelerator.prepare(trainer.model)
         n_items = trainer.accelerator.gather(batch.mask[rows].sum()[None]).sum()
-        for loss_type in LOSS_TYPES:
+        for loss_type in (t for t in LOSS_TYPES if t in TRL_LOSS_TYPES):
             trainer.loss_type = loss_type
             loss = trainer._compute_loss(wrapped, trl_loss_inputs(batch, rows, n_items))
             trainer.accelerator.backward(loss)

@@ -1,13 +1,14 @@
-"""rl4llm.llm.cispo.cispo_loss: its value and its autograd gradient against the closed form, TRL 1.16's own
-``_compute_loss`` with ``loss_type="cispo"`` on the same batch, and validation."""
+"""CISPO as a loss type of the registry: ``grpo_loss(..., loss_type="cispo")`` (and ``cispo_loss``, its route)
+against the closed form by value and autograd gradient, TRL 1.16's own ``_compute_loss`` with
+``loss_type="cispo"`` on the same batch, and validation."""
 import tempfile
 
 import numpy as np
 import pytest
 import torch
 
-from rl4llm import grpo_loss
-from rl4llm.llm.cispo import EPS_MAX, cispo_loss
+from rl4llm import cispo_loss, grpo_loss
+from rl4llm.llm.objectives import EPS_MAX
 
 
 def _batch(seed=0, B=3, T=4):
@@ -21,7 +22,9 @@ def _batch(seed=0, B=3, T=4):
 def test_value_and_gradient_equal_the_closed_form():
     """The weight is min(rho, eps_max): capped from above only, so a ratio far below 1 keeps its weight."""
     logp, old, A, mask = _batch()
-    loss, stats = cispo_loss(logp, old, A, mask, eps_max=1.1)
+    loss, stats = grpo_loss(logp, old, A, mask, loss_type="cispo", eps_high=1.1)
+    routed, routed_stats = cispo_loss(logp, old, A, mask, eps_max=1.1)
+    assert torch.equal(loss, routed) and routed_stats["clip_ratio"] == stats["clip_fraction"]
     ratio = torch.exp((logp - old).detach())
     weight = torch.minimum(ratio, torch.tensor(1.1, dtype=torch.float64))
     n = mask.sum()
@@ -31,14 +34,15 @@ def test_value_and_gradient_equal_the_closed_form():
     assert bool((grad[mask > 0] != 0).all())                   # every token keeps a gradient
     assert bool(((ratio < 0.9) & (mask > 0)).any())            # a low ratio, left as it is (no lower bound)
     above = (ratio > 1.1) * mask
-    assert np.isclose(stats["capped_fraction"], float(above.sum() / n))
-    assert np.isclose(stats["clip_ratio"], float((above * (A[:, None] > 0)).sum() / n))
+    assert np.isclose(routed_stats["capped_fraction"], float(above.sum() / n))
+    assert np.isclose(stats["clip_fraction"], float((above * (A[:, None] > 0)).sum() / n))
+    assert stats["clip_low_fraction"] == 0.0 and stats["clip_high_fraction"] == stats["clip_fraction"]
 
 
 def test_below_the_cap_it_has_ppos_gradient_and_ppo_zeroes_where_cispo_does_not():
     logp, old, A, mask = _batch(seed=3)
     grads = {}
-    for name, fn in (("cispo", lambda: cispo_loss(logp, old, A, mask, eps_max=1.1)),
+    for name, fn in (("cispo", lambda: grpo_loss(logp, old, A, mask, loss_type="cispo", eps_high=1.1)),
                      ("ppo", lambda: grpo_loss(logp, old, A, mask, eps_low=0.1, loss_type="dapo"))):
         (grads[name],) = torch.autograd.grad(fn()[0], logp)
     rho = torch.exp(logp - old).detach()
@@ -51,7 +55,9 @@ def test_below_the_cap_it_has_ppos_gradient_and_ppo_zeroes_where_cispo_does_not(
 def test_the_default_cap_is_trls_recommended_five():
     logp, old, A, mask = _batch()
     assert EPS_MAX == 5.0
-    assert torch.isclose(cispo_loss(logp, old, A, mask)[0], cispo_loss(logp, old, A, mask, eps_max=5.0)[0])
+    assert torch.equal(grpo_loss(logp, old, A, mask, loss_type="cispo")[0],
+                       grpo_loss(logp, old, A, mask, loss_type="cispo", eps_high=5.0)[0])
+    assert torch.equal(cispo_loss(logp, old, A, mask)[0], cispo_loss(logp, old, A, mask, eps_max=5.0)[0])
 
 
 @pytest.mark.parametrize("eps_max", [5.0, 1.28, 0.28])
@@ -71,11 +77,11 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
     batch = loss_batch(model, config, seed=0)
     params = dict(model.named_parameters())
     logp, _ = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
-    ours, stats = cispo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_max=eps_max)
+    ours, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, loss_type="cispo", eps_high=eps_max)
     our_grads = dict(zip(params, torch.autograd.grad(ours, list(params.values()))))
     with quiet(), tempfile.TemporaryDirectory() as tmp:
         trainer = trl_loss_trainer(model, batch, config, tmp)
-        trainer.loss_type = trainer.args.loss_type = "cispo"       # the book's config knows no CISPO (yet)
+        trainer.loss_type = trainer.args.loss_type = "cispo"       # the config.s eps_high is a clip width, not a cap
         trainer.epsilon_high = trainer.args.epsilon_high = eps_max
         theirs = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
     hf = dict(trainer.model.named_parameters())
@@ -83,9 +89,9 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
     assert abs(float(theirs.detach()) - float(ours.detach())) < 1e-6
     assert max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()) < 1e-6
     logged = trainer._metrics["train"]["cispo_clip_ratio"][-1]
-    assert abs(logged - stats["clip_ratio"]) < 1e-6
+    assert abs(logged - stats["clip_fraction"]) < 1e-6
     if eps_max == 0.28:
-        assert stats["capped_fraction"] == 1.0
+        assert cispo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_max=eps_max)[1]["capped_fraction"] == 1.0
 
 
 def test_trl_kwargs_are_a_real_trl_config_whose_epsilon_high_is_the_cap(tmp_path):
@@ -101,7 +107,7 @@ def test_trl_kwargs_are_a_real_trl_config_whose_epsilon_high_is_the_cap(tmp_path
 def test_padding_gets_no_gradient_and_infinite_padding_is_harmless():
     logp, old, A, mask = _batch()
     old = torch.where(mask > 0, old, torch.full_like(old, -torch.inf))
-    loss, _ = cispo_loss(logp, old, A, mask)
+    loss, _ = grpo_loss(logp, old, A, mask, loss_type="cispo")
     (grad,) = torch.autograd.grad(loss, logp)
     assert torch.isfinite(loss) and bool((grad[mask == 0] == 0).all())
 
@@ -114,8 +120,10 @@ def test_validation():
         cispo_loss(logp, old, A, mask[:, :2])
     with pytest.raises(ValueError, match=r"advantages must be shaped \(B,\)"):
         cispo_loss(logp, old, A[:2], mask)
-    with pytest.raises(ValueError, match="eps_max must be a finite number > 0"):
+    with pytest.raises(ValueError, match="eps_high must be a finite number > 0"):
         cispo_loss(logp, old, A, mask, eps_max=0.0)
+    with pytest.raises(ValueError, match="eps_high must be a finite number > 0"):
+        grpo_loss(logp, old, A, mask, loss_type="cispo", eps_high=-1.0)
     with pytest.raises(TypeError):
         cispo_loss(logp, old, A, mask, eps_low=0.2)
     with pytest.raises(ValueError, match=r"logp must be shaped \(B, T\)"):

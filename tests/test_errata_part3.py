@@ -17,9 +17,9 @@ import torch  # noqa: E402
 from rl4llm import CORRECT, LOGITS, PROMPT, REWARDS, grpo_loss, softmax  # noqa: E402
 from rl4llm.math.estimators import group_count_law  # noqa: E402
 from rl4llm import with_correct_mass  # noqa: E402
-from rl4llm.studies.toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, _two_step_logp,  # noqa: E402
-                             aggregation_weights, forward_kl_gradient, grpo_toy_run, k3_loss_gradient,
-                             run_over_seeds, two_step_logits)
+from rl4llm.llm.grpo_toys import _two_step_logp, aggregation_weights, k3_loss_gradient  # noqa: E402
+from rl4llm.studies.toy_grpo import forward_kl_gradient, grpo_toy_run, run_over_seeds  # noqa: E402
+from rl4llm.toy.two_step import MAX_TOKENS, TOKENS, two_step_logits  # noqa: E402
 from rl4llm.toy.verifier import addition_reward  # noqa: E402
 from test_toy_grpo import _hand_run  # noqa: E402
 
@@ -159,7 +159,7 @@ def _gradients_over_pairs():
     """Exact expectation over every batch of B = 2 answers of the two-step toy (49 ordered pairs),
     with the rewards as advantages (no baseline), of the ascent direction -grad loss of each
     loss_type; and grad J, J = sum_a P(a) r(a), by autograd on the same parameters."""
-    answers = list(TWO_STEP_ANSWERS)
+    answers = list(TOKENS)
     reward = {a: addition_reward(PROMPT, a) for a in answers}
     params = {c: torch.tensor(z, dtype=torch.float64, requires_grad=True) for c, z in two_step_logits().items()}
 
@@ -179,7 +179,7 @@ def _gradients_over_pairs():
         A = torch.tensor([reward[a] for a in pair], dtype=torch.float64)
         g = {}
         for lt in expected:
-            loss, _ = grpo_loss(logp, logp.detach(), A, mask, loss_type=lt, max_completion_length=TWO_STEP_MAX_TOKENS)
+            loss, _ = grpo_loss(logp, logp.detach(), A, mask, loss_type=lt, max_completion_length=MAX_TOKENS)
             g[lt] = -flat_grad(loss)
             expected[lt] += weight * g[lt]
         per_batch.append((g, float(mask.sum())))
@@ -189,13 +189,13 @@ def _gradients_over_pairs():
 def test_dr_grpo_is_unbiased_dapo_up_to_a_batch_scale_and_grpo_is_not():
     grad_J, expected, per_batch = _gradients_over_pairs()
     assert grad_J.norm() > 0.1
-    torch.testing.assert_close(expected["dr_grpo"] * TWO_STEP_MAX_TOKENS, grad_J, rtol=0, atol=1e-12)
+    torch.testing.assert_close(expected["dr_grpo"] * MAX_TOKENS, grad_J, rtol=0, atol=1e-12)
     for lt in ("grpo", "dapo"):                     # not a multiple of grad J
         e = expected[lt]
         residual = e - (e @ grad_J) / (grad_J @ grad_J) * grad_J
         assert residual.norm() > 1e-3 * e.norm(), lt
     for g, n_tokens in per_batch:                   # each batch: dapo = dr_grpo x (B L_max / tokens)
-        torch.testing.assert_close(g["dapo"] * n_tokens, g["dr_grpo"] * 2 * TWO_STEP_MAX_TOKENS,
+        torch.testing.assert_close(g["dapo"] * n_tokens, g["dr_grpo"] * 2 * MAX_TOKENS,
                                    rtol=0, atol=1e-12)
 
 

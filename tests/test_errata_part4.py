@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from rl4llm.llm.evaluation import k3_per_token
-from rl4llm.llm.grpo import group_advantages
+from rl4llm.math.credit import group_advantages
 from rl4llm.llm.model import GPT
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config

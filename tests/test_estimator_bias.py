@@ -9,8 +9,12 @@ from rl4llm import LOGITS, REWARDS, policy_gradient
 from rl4llm.studies.estimator_bias import (ADVANTAGES, Task, advantages, estimate_of_group, estimator_moments,
                                    one_step_task, sample_estimates, token_weights, two_step_task)
 from rl4llm.math.estimators import group_estimator_moments, total_variance_and_standard_error
-from rl4llm.llm.grpo import LOSS_TYPES, group_advantages, grpo_loss
-from rl4llm.studies.toy_grpo import TWO_STEP_NEXT, aggregation_weights, two_step_answer_probs, two_step_logits
+from rl4llm.math.credit import group_advantages
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.llm.grpo import grpo_loss
+from rl4llm.llm.grpo_toys import _two_step_logp, aggregation_weights
+from rl4llm.math.two_step import answer_probabilities
+from rl4llm.toy.two_step import CHOICES, two_step_logits
 
 from numerics import finite_difference
 
@@ -18,9 +22,9 @@ ONE, TWO = one_step_task(), two_step_task()
 
 
 def _two_step_J(flat):
-    sizes = np.cumsum([0] + [len(v) for v in TWO_STEP_NEXT.values()])
-    params = {c: flat[a:b] for c, a, b in zip(TWO_STEP_NEXT, sizes[:-1], sizes[1:])}
-    probs = two_step_answer_probs(params)
+    sizes = np.cumsum([0] + [len(v) for v in CHOICES.values()])
+    params = {c: flat[a:b] for c, a, b in zip(CHOICES, sizes[:-1], sizes[1:])}
+    probs = answer_probabilities(params)
     return sum(probs[a] * r for a, r in zip(TWO.answers, TWO.rewards))
 
 
@@ -46,7 +50,6 @@ def test_one_group_estimate_is_minus_the_gradient_of_grpo_loss():
     group = np.array([2, 5, 1, 6, 5])
     names = list(TWO.answers)
     params = {c: torch.tensor(z, dtype=torch.float64, requires_grad=True) for c, z in two_step_logits().items()}
-    from rl4llm.studies.toy_grpo import _two_step_logp
     logp, mask = _two_step_logp(params, [names[i] for i in group])
     for advantage in ADVANTAGES:
         A = advantages(TWO.rewards[group], TWO.lengths[group], advantage)

@@ -12,7 +12,8 @@ from rl4llm.course.assignments import exercises
 from rl4llm.exercises import (ALIASES, EXERCISES, FUNCTIONS, SPECS, FunctionExercise, NumericExercise, _by_label,
                               check, coding_label, label_of)
 from rl4llm.course.grading.sandbox import allowed_helpers
-from rl4llm.llm.grpo import group_advantages, grpo_loss
+from rl4llm.math.credit import group_advantages
+from rl4llm.llm.grpo import grpo_loss
 
 CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb"))
 LABEL = re.compile(r"ex-ch(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*")

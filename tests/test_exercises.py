@@ -6,7 +6,8 @@ import torch
 
 from rl4llm import gae, policy_gradient, score, sft_gradient, softmax
 from rl4llm.exercises import EXERCISES, check
-from rl4llm.llm.grpo import group_advantages, grpo_loss
+from rl4llm.math.credit import group_advantages
+from rl4llm.llm.grpo import grpo_loss
 from rl4llm import clipped_objective
 
 

@@ -13,7 +13,8 @@ from rl4llm import LOGITS, CORRECT, clipped_objective, gae, importance_ratios, l
 from rl4llm.exercises import SPECS, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises.part3 import BOOSTED_LOGITS
-from rl4llm.llm.grpo import group_advantages, grpo_loss
+from rl4llm.math.credit import group_advantages
+from rl4llm.llm.grpo import grpo_loss
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = ["10_importance_sampling", "11_trust_region_ppo", "12_critic_gae", "13_grpo_toy", "14_grpo_choices"]

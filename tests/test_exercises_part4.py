@@ -15,6 +15,7 @@ from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises import part4
 from rl4llm.llm.grpo import grpo_loss
+from rl4llm.math.loss_types import loss_types_with
 from rl4llm.studies.toy_methods import run_exact_gradient
 from rl4llm.math.statistics import seeds_needed
 from rl4llm.toy.verifier import EOS_MARKER
@@ -290,8 +291,9 @@ def test_the_data_parallel_cases_split_unevenly():
     """Every loss type on 2 and 4 processes; under bnpo and dapo the processes hold different token
     counts (else the two could not be told apart)."""
     cases = SPECS["data_parallel_loss"].cases()
-    assert {(c.kwargs["num_processes"], c.kwargs["loss_type"]) for c in cases[1:9]} == {
-        (P, t) for P in (2, 4) for t in ("grpo", "bnpo", "dapo", "dr_grpo")}
+    types = loss_types_with("clip")
+    assert {(c.kwargs["num_processes"], c.kwargs["loss_type"]) for c in cases[1:1 + 2 * len(types)]} == {
+        (P, t) for P in (2, 4) for t in types}
     for case in (c for c in cases if c.kwargs["loss_type"] in ("bnpo", "dapo")):
         mask, P = case.args[3], case.kwargs["num_processes"]
         counts = [float(mask[rows].sum()) for rows in shard_slices(mask.shape[0], P)]

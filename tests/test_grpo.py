@@ -102,7 +102,7 @@ def random_batch(seed, B=5, T=7):
     return logp, old, adv, mask, ref
 
 
-@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo"])
 @pytest.mark.parametrize("beta", [0.0, 0.05])
 @pytest.mark.parametrize("eps_high", [None, 0.28])
 def test_grpo_loss_matches_plain_loop(loss_type, beta, eps_high):

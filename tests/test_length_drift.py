@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from rl4llm.studies.estimator_bias import advantages, estimator_moments, sample_estimates, token_weights
-from rl4llm.llm.grpo import LOSS_TYPES, grpo_loss
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.llm.grpo import grpo_loss
 from rl4llm.studies.length_drift import (LENGTH_CAP, OVERLONG, length_drift_exact, length_drift_run, length_task,
                                  soft_overlong_penalty)
 

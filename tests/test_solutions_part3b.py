@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from rl4llm.math.estimators import zero_signal_probability
-from rl4llm.llm.grpo import group_advantages
+from rl4llm.math.credit import group_advantages
 from rl4llm.math.statistics import noise_floor
-from rl4llm.studies.toy_grpo import SLIDER_RUN, aggregation_weights, grpo_toy_run, run_over_seeds
+from rl4llm.llm.grpo_toys import aggregation_weights
+from rl4llm.studies.toy_grpo import SLIDER_RUN, grpo_toy_run, run_over_seeds
 
 SEEDS = range(8)
 

@@ -1,16 +1,16 @@
-"""Tests for rl4llm.studies.toy_grpo (chapters 13 and 14): the GRPO loop on the toy, the k3 direction, per-token
-ratios on the "5"/"05" toy and the length bias of each loss aggregation."""
+"""Tests for rl4llm.studies.toy_grpo and rl4llm.llm.grpo_toys (chapters 13 and 14): the GRPO loop on the toy, the
+k3 direction, per-token ratios on the "5"/"05" toy and the length bias of each loss aggregation."""
 import numpy as np
 import pytest
 import torch
 
 from rl4llm import CORRECT, LOGITS, REWARDS, entropy, kl_divergence, softmax
-from rl4llm.llm.grpo import group_advantages
-from rl4llm.math.loss_types import LOSS_TYPES
-from rl4llm.studies.toy_grpo import (SLIDER_RUN, TWO_STEP_ANSWERS, aggregation_weights, entropy_gradient,
-                             forward_kl_gradient, grpo_slider_run, grpo_toy_run, k3_loss_gradient,
-                             reverse_kl_gradient, run_over_seeds, two_step_answer_probs,
-                             two_step_inner_steps, two_step_logits)
+from rl4llm.math.credit import group_advantages
+from rl4llm.llm.grpo_toys import aggregation_weights, k3_loss_gradient, two_step_inner_steps
+from rl4llm.math.two_step import answer_probabilities
+from rl4llm.studies.toy_grpo import (SLIDER_RUN, entropy_gradient, forward_kl_gradient, grpo_slider_run, grpo_toy_run,
+                                     reverse_kl_gradient, run_over_seeds)
+from rl4llm.toy.two_step import TOKENS, two_step_logits
 from numerics import finite_difference
 
 PI = softmax(LOGITS)
@@ -152,11 +152,11 @@ def test_slider_bad_input():
 
 # ------------------------------------------------------------------ the "5" / "05" toy
 def test_two_step_probabilities():
-    probs = two_step_answer_probs()
+    probs = answer_probabilities()
     assert sum(probs.values()) == pytest.approx(1.0)
     assert probs["5"] == pytest.approx(0.16) and probs["05"] == pytest.approx(0.02)
     assert probs["5"] / probs["05"] == pytest.approx(8.0)
-    assert set(probs) == set(TWO_STEP_ANSWERS)
+    assert set(probs) == set(TOKENS)
     assert set(two_step_logits()) == {"", "5", "0"}
 
 
@@ -169,7 +169,7 @@ def test_per_token_ratios():
     np.testing.assert_allclose(res["advantages"], group_advantages(res["rewards"]))
     assert np.all(res["ratios"][0] == 1.0) and res["clip_fraction"][0] == 0.0
     mask = res["mask"]
-    np.testing.assert_array_equal(mask.sum(axis=1), [len(TWO_STEP_ANSWERS[a]) for a in GROUP])
+    np.testing.assert_array_equal(mask.sum(axis=1), [len(TOKENS[a]) for a in GROUP])
     # sequence ratio = product of token ratios = pi(answer) / pi_old(answer)
     for k in range(4):
         for i, a in enumerate(GROUP):
@@ -204,11 +204,12 @@ def test_two_step_bad_input(kwargs, name):
 REW, LEN = np.array([1.0, 1.0, 0.0, 0.0]), np.array([2, 8, 2, 8])
 
 
-@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dapo", "dr_grpo", "cispo"])
 def test_aggregation_weights_match_closed_forms(loss_type):
     A = group_advantages(REW)
     out = aggregation_weights(REW, LEN, loss_type, max_completion_length=8)
-    expected = {"grpo": A / (4 * LEN), "bnpo": A / LEN.sum(), "dapo": A / LEN.sum(), "dr_grpo": A / (4 * 8)}[loss_type]
+    expected = {"grpo": A / (4 * LEN), "bnpo": A / LEN.sum(), "dapo": A / LEN.sum(), "dr_grpo": A / (4 * 8),
+                "cispo": A / LEN.sum()}[loss_type]
     np.testing.assert_allclose(out["per_token"], expected, rtol=1e-12)
     np.testing.assert_allclose(out["per_answer"], expected * LEN, rtol=1e-12)
 

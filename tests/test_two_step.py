@@ -53,12 +53,14 @@ def test_answer_probabilities_by_hand_and_sum_to_one():
 
 
 def test_answer_probabilities_agree_with_chapter_13s_torch_tree():
-    """Independent route: chapter 13 builds the same tree in torch (toy_grpo.two_step_answer_probs)."""
-    toy_grpo = pytest.importorskip("rl4llm.studies.toy_grpo")
+    """Independent route: chapter 13 walks the answers' tokens through the same tree in torch
+    (grpo_toys._two_step_logp, from toy.two_step.TOKENS rather than ANSWERS' choices)."""
+    torch = pytest.importorskip("torch")
+    from rl4llm.llm.grpo_toys import _two_step_logp
     rng = np.random.default_rng(1)
     for policy in [two_step_policy()] + [random_policy(rng) for _ in range(5)]:
-        theirs = toy_grpo.two_step_answer_probs(policy)
-        assert set(theirs) == set(ANSWERS)
+        logp, mask = _two_step_logp({c: torch.tensor(z) for c, z in policy.items()}, list(ANSWERS))
+        theirs = dict(zip(ANSWERS, (logp * mask).sum(dim=1).exp().tolist()))
         assert answer_probabilities(policy) == pytest.approx(theirs, rel=1e-12)
 
 

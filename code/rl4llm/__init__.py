@@ -20,6 +20,7 @@ from .math.distributions import (cross_entropy, decode_probs, entropy, kl_diverg
 from .math.gradients import (expected_reward, policy_gradient, policy_gradient_step, score, sft_gradient,
                         sft_step)
 from .math.two_step import first_token_rewards, string_probabilities, training_curves
+from .math.two_step import answer_probabilities as two_step_answer_probs
 from .math.kl_fits import discretised_peak, fit_single_peak, kl_grid, two_peaked
 from .toy.verifier import EOS_MARKER, addition_reward
 
@@ -32,11 +33,12 @@ from .math.statistics import noise_floor, seeds_needed, standard_error, verdict
 # Part III: reuse, trust regions, credit, GRPO on the toy and its choices (chapters 10-14), the summary (chapter 21)
 from .math.importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,
                                   importance_weighted_jhat_distribution, importance_weighted_jhat_samples,
-                                  importance_weighted_variance, with_correct_mass)
+                                  importance_weighted_variance, sequence_ratio, with_correct_mass)
 from .math.trust_region import conjugate_gradient, fisher_matrix, policy_kl, trust_region_step
 from .math.ppo_clip import (TOY_GROUP, TOY_GROUP_ADVANTAGES, clip_binds, clip_fraction, clipped_objective,
                        clipped_objective_grad, clipped_surrogate, clipped_surrogate_gradient, ppo_inner_steps)
-from .math.credit import advantage_table, discounted_returns, gae, group_baseline_advantages, td_errors
+from .math.credit import (advantage_table, discounted_returns, gae, group_advantages, group_baseline_advantages,
+                          td_errors)
 # Part III (torch) and Part IV: loaded on first use (PEP 562), see the module docstring
 from .llm.tasks import AdditionTask, CharTokenizer, addition_prompt
 # Part V: the arithmetic of a real run (chapter 19), numpy only
@@ -44,10 +46,10 @@ from .math.memory import kv_bytes_per_token, memory_budget
 from .math.step_time import generation_seconds, schedule, training_seconds, weight_sync_seconds
 
 _LAZY = {
-    "llm.grpo": ("group_advantages", "grpo_loss", "sequence_ratio"),
-    "studies.toy_grpo": ("aggregation_weights", "entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
-                 "k3_loss_gradient", "reverse_kl_gradient", "run_over_seeds", "two_step_answer_probs",
-                 "two_step_inner_steps"),
+    "llm.grpo": ("cispo_loss", "grpo_loss"),
+    "llm.grpo_toys": ("aggregation_weights", "k3_loss_gradient", "two_step_inner_steps"),
+    "studies.toy_grpo": ("entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
+                         "reverse_kl_gradient", "run_over_seeds"),
     "studies.toy_methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
                     "run_reinforce_baseline", "run_sft", "run_trpo"),
     "llm.model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
@@ -69,7 +71,6 @@ _LAZY = {
     # Part V: sequence-level ratios, dynamic sampling and pass@k (chapter 18)
     "studies.sequence_ratios": ("WEIGHTINGS", "chain_sequences", "reweighted_moments", "sample_chain", "sample_reweighted",
                         "two_step_sequences"),
-    "llm.cispo": ("cispo_loss",),
     "studies.dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
                          "flat_probability", "groups_drawn_per_kept_group"),
     "math.pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),

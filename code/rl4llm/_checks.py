@@ -10,6 +10,7 @@ import functools
 import inspect
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -68,6 +69,32 @@ def scalar_or_array(x: np.ndarray):
     return float(x) if x.ndim == 0 else x
 
 
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a torch tensor, asked without importing torch (no tensor exists before torch is)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def tensor(x, name: str):
+    """Rule: a torch tensor."""
+    if not is_tensor(x):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def reward_groups(rewards, name: str = "rewards"):
+    """Rule: finite rewards shaped (..., G), G >= 1: a torch tensor (as float) or anything numpy reads
+    (as a float64 array)."""
+    if not is_tensor(rewards):
+        return as_float_array(rewards, name)
+    r = rewards if rewards.is_floating_point() else rewards.float()
+    if r.dim() < 1 or r.shape[-1] < 1:
+        raise ValueError(f"{name} must be shaped (..., G) with G >= 1, got shape {tuple(r.shape)}")
+    if not bool(r.isfinite().all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return r
+
+
 def std_ddof(ddof, name: str = "ddof") -> int:
     """Rule: the delta degrees of freedom of a group's std, 0 (population, the book's) or 1 (sample, TRL's)."""
     if isinstance(ddof, bool) or ddof not in (0, 1):
@@ -85,6 +112,14 @@ def finite_real(x, name: str) -> float:
         raise ValueError(f"{name} must be a finite real number, got {x!r}") from err
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {x!r}")
+    return value
+
+
+def nonnegative_real(x, name: str) -> float:
+    """Rule: a finite real number >= 0."""
+    value = finite_real(x, name)
+    if value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
     return value
 
 

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, td_errors
+from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, gae, group_advantages, td_errors
 from ..math.distributions import log_softmax, softmax
 from ..math.importance_sampling import importance_ratios
 from ..math.ppo_clip import clipped_objective
 from ..toy.five_token import CORRECT, LOGITS
-from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+from ._core import Call, FunctionExercise, NumericExercise, toy_and_random
 
-group_advantages = imported_on_call("llm.grpo", "group_advantages")      # rl4llm.llm.grpo imports torch
 
 
 # ----------------------------------------------------------------------------- chapter 10

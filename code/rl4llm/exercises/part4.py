@@ -20,7 +20,7 @@ import numpy as np
 
 from ..math.distributions import softmax
 from ..math.gradients import policy_gradient
-from ..math.loss_types import LOSS_TYPES
+from ..math.loss_types import loss_types_with
 from ..toy.five_token import CORRECT, LOGITS
 from ..toy.verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
@@ -279,8 +279,9 @@ def _split_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- data_parallel_loss (coding)
-#: Every registered loss type, the two that a split can tell apart (token means) first.
-_DP_CASE_TYPES = ("bnpo", "dapo") + tuple(t for t in LOSS_TYPES if t not in ("bnpo", "dapo"))
+#: Every registered loss type of PPO's clip (chapter 16's; CISPO's objective is chapter 18's), the two that a
+#: split can tell apart (token means) first.
+_DP_CASE_TYPES = ("bnpo", "dapo") + tuple(t for t in loss_types_with("clip") if t not in ("bnpo", "dapo"))
 
 
 def _dp_batch(rng, B=8, T=5):
@@ -381,7 +382,7 @@ def k3_of_sampled_5(pi_5: float = K3_PI_5) -> float:
     """GRPO's k3 penalty on a sampled 5 (``k3_loss_gradient``'s value), with pi_theta the toy's pi
     moved to pi_theta(5) = ``pi_5`` (the other answers scaled together) and pi_ref the toy's pi."""
     from ..math.importance_sampling import with_correct_mass
-    from ..studies.toy_grpo import k3_loss_gradient
+    from ..llm.grpo_toys import k3_loss_gradient
     pi = with_correct_mass(softmax(LOGITS), CORRECT, pi_5)
     return k3_loss_gradient(np.log(pi), LOGITS, np.array([CORRECT]))["value"]
 

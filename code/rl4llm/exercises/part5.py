@@ -22,9 +22,9 @@ import numpy as np
 from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
 from ..math.pass_at_k import pass_at_k_estimate
 from ..math.step_time import generation_seconds
+from ..studies.kl_leashes import kl_estimators
 from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-kl_estimators = imported_on_call("studies.kl_leashes", "kl_estimators")          # rl4llm.studies.kl_leashes imports torch
 
 
 # ============================================================================ chapter 17
@@ -222,7 +222,8 @@ def _loss_at_start(loss_type: str = "dapo") -> float:
     """``grpo_loss`` of the by-hand group at the first inner step (ratio 1, beta = 0), by ``loss_type``."""
     import torch
 
-    from ..llm.grpo import group_advantages, grpo_loss
+    from ..llm.grpo import grpo_loss
+    from ..math.credit import group_advantages
     mask = (torch.arange(max(START_LENGTHS))[None, :] < torch.tensor(START_LENGTHS)[:, None]).double()
     advantages = group_advantages(torch.tensor(START_REWARDS, dtype=torch.float64))
     logp = torch.zeros_like(mask)
@@ -274,7 +275,7 @@ GSPO_RATIOS = (1.6, 0.9)
 
 
 def _gspo_ratio() -> float:
-    from ..llm.grpo import sequence_ratio
+    from ..math.importance_sampling import sequence_ratio
     log_rho = np.log([GSPO_RATIOS])
     return float(sequence_ratio(log_rho, np.zeros_like(log_rho), np.ones_like(log_rho))[0])
 

@@ -27,7 +27,7 @@ import torch
 
 from .._checks import at_least, checked, one_of
 from .grpo import grpo_loss
-from ..math.loss_types import LOSS_TYPES, loss_type_names
+from ..math.loss_types import LOSS_TYPES, loss_type_names, loss_types_with
 
 
 def _divides_batch(args):
@@ -86,7 +86,7 @@ def data_parallel_loss(logp: torch.Tensor, old_logp: torch.Tensor,
 @checked(loss_types=loss_type_names)
 def normalisation_table(model, tokens: torch.Tensor, prompt_len: int, old_logp: torch.Tensor,
                         advantages: torch.Tensor, mask: torch.Tensor, *, num_processes: int = 2,
-                        loss_types=tuple(LOSS_TYPES), temperature: float = 1.0, **loss_kwargs) -> list[dict]:
+                        loss_types=loss_types_with("clip"), temperature: float = 1.0, **loss_kwargs) -> list[dict]:
     """One row per loss type: the one-process loss and gradient against the P-process ones (chapter 16).
 
     The log-probabilities are ``completion_logprobs(model, tokens, prompt_len, temperature)``, in

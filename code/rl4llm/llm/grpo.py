@@ -1,106 +1,24 @@
-"""GRPO's two pieces: group-relative advantages and the clipped, batched loss (chapters 13-15).
+"""GRPO's batched loss (chapters 13-15, 17, 18): ``grpo_loss`` is the loss the tiny transformer of chapter
+15 trains with, batched (B, T) tensors with a completion mask, no Python loop over tokens or sequences.
 
-``group_advantages`` turns a group's rewards into per-answer advantages (the group mean is the
-baseline, no critic). ``grpo_loss`` is the loss the tiny transformer of chapter 15 trains with:
-batched (B, T) tensors with a completion mask, no Python loop over tokens or sequences.
+Its advantages come from :func:`rl4llm.math.credit.group_advantages` (the group mean is the baseline, no
+critic); its per-token objective and its aggregation from the loss type's registry entries
+(:data:`rl4llm.math.loss_types.LOSS_TYPES`, :data:`rl4llm.llm.objectives.OBJECTIVES`). ``cispo_loss`` is
+the CISPO loss type's route through it.
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
-from .._checks import (as_float_array, at_least, checked, clip_range, finite_real, flag, in_range, one_of,
-                      optional, same_shapes, std_ddof)
+from .._checks import at_least, checked, flag, in_range, nonnegative_real, one_of, optional, tensor
+from ..math.importance_sampling import mean_over_tokens
 from ..math.loss_types import LOSS_TYPES
-from ..math.ppo_clip import clip_binds_mask
+from .objectives import EPS_MAX, OBJECTIVES
 
 #: Where GRPO's importance ratio lives: one per token (GRPO, PPO), or one per sequence (GSPO).
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
-
-
-def _nonnegative(x, name):
-    x = finite_real(x, name)
-    if x < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
-    return x
-
-
-def _rewards(rewards, name):
-    """Finite rewards shaped (..., G), a torch tensor (as float) or anything numpy reads."""
-    if isinstance(rewards, torch.Tensor):
-        r = rewards if rewards.is_floating_point() else rewards.to(torch.float32)
-        if r.dim() < 1 or r.shape[-1] < 1:
-            raise ValueError(f"{name} must be shaped (..., G) with G >= 1, got shape {tuple(r.shape)}")
-        if not torch.isfinite(r).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
-        return r
-    return as_float_array(rewards, name)
-
-
-def _group_of_two_for_ddof_1(args):
-    shape = tuple(args["rewards"].shape)
-    if shape[-1] < 1 + args["ddof"]:
-        raise ValueError(f"rewards must be shaped (..., G) with G >= {1 + args['ddof']} for ddof={args['ddof']}, "
-                         f"got shape {shape}")
-
-
-@checked(_group_of_two_for_ddof_1, rewards=_rewards, ddof=std_ddof, eps=_nonnegative)
-def group_advantages(rewards, scale: bool = True, ddof: int = 0, eps: float = 1e-8):
-    """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13; chapter 14 compares ddof and scale).
-
-    ``rewards`` is shaped (..., G): the last axis is the group. ``ddof=0`` is the population std
-    (the default here); ``ddof=1`` is Bessel's sample std, which TRL uses, with eps = 1e-4:
-    ``group_advantages(r, ddof=1, eps=1e-4)`` is TRL's ``scale_rewards="group"``. ``scale=False``
-    gives the plain r_i - mean (Dr. GRPO; TRL's ``scale_rewards="none"``). A group whose rewards are all
-    equal carries no signal and gets exactly zero advantages, never NaN. Accepts numpy arrays (returns
-    numpy) or torch tensors (returns a tensor on the same device).
-    """
-    r = rewards
-    if isinstance(r, torch.Tensor):
-        centred = r - r.mean(dim=-1, keepdim=True)
-        flat = r.amax(dim=-1, keepdim=True) == r.amin(dim=-1, keepdim=True)
-        if scale:
-            centred = centred / (r.std(dim=-1, correction=ddof, keepdim=True) + eps)
-        return torch.where(flat, torch.zeros_like(centred), centred)
-    centred = r - r.mean(axis=-1, keepdims=True)
-    flat = r.max(axis=-1, keepdims=True) == r.min(axis=-1, keepdims=True)
-    if scale:
-        centred = centred / (r.std(axis=-1, ddof=ddof, keepdims=True) + eps)
-    return np.where(flat, 0.0, centred)
-
-
-def mean_over_tokens(x, mask):
-    """sum_t m_t x_t / sum_t m_t per sequence, shaped (B, 1): numpy arrays or torch tensors (B, T)
-    (a row with no unmasked token gives 0)."""
-    return (x * mask).sum(axis=-1, keepdims=True) / mask.sum(axis=-1, keepdims=True).clip(min=1)
-
-
-def _token_batch(x, name):
-    x = as_float_array(x, name)
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be shaped (batch, tokens), got shape {x.shape}")
-    return x
-
-
-def _binary_mask(x, name):
-    x = _token_batch(x, name)
-    if not np.all((x == 0) | (x == 1)):
-        raise ValueError(f"{name} must contain only 0 and 1")
-    return x
-
-
-@checked(same_shapes("logp", "logp_old", "mask"), logp=_token_batch, logp_old=_token_batch, mask=_binary_mask)
-def sequence_ratio(logp, logp_old, mask) -> np.ndarray:
-    """GSPO's sequence-level importance ratio, one per sequence (issue 20's chapter on GSPO):
-
-        s_i = exp( sum_t m_it (logp_it - logp_old_it) / sum_t m_it ),
-
-    the geometric mean of the token ratios over the sequence's own tokens (a length-normalised
-    pi(y_i) / pi_old(y_i)). Arrays shaped (batch, tokens); returns shape (batch,).
-    """
-    return np.exp(mean_over_tokens(np.where(mask > 0, logp - logp_old, 0.0), mask))[:, 0]
 
 
 def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
@@ -115,10 +33,9 @@ def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
 KL_ESTIMATORS = {"k1": torch.neg, "k2": lambda u: u ** 2 / 2, "k3": k3}
 
 
-def _tensor(x, name):
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    return x
+def _objective_range(args):
+    """Relation: the loss type's objective checks (and fills in) ``eps_low`` and ``eps_high``."""
+    OBJECTIVES[LOSS_TYPES[args["loss_type"]].objective].eps_range(args)
 
 
 def _loss_batch(args):
@@ -146,9 +63,9 @@ def _loss_batch(args):
         raise ValueError(f"max_completion_length must be given (an integer >= 1) when loss_type={loss_type!r}")
 
 
-@checked(clip_range("eps_low", "eps_high"), _loss_batch,
-         logp=_tensor, old_logp=_tensor, advantages=_tensor, mask=_tensor, ref_logp=optional(_tensor),
-         beta=_nonnegative, loss_type=one_of(LOSS_TYPES), max_completion_length=optional(at_least(1)),
+@checked(_objective_range, _loss_batch,
+         logp=tensor, old_logp=tensor, advantages=tensor, mask=tensor, ref_logp=optional(tensor),
+         beta=nonnegative_real, loss_type=one_of(LOSS_TYPES), max_completion_length=optional(at_least(1)),
          importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS),
          delta=optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
          kl_estimator=one_of(KL_ESTIMATORS), use_bias_correction_kl=flag)
@@ -170,7 +87,11 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
     aggregated over the unmasked tokens m_it by ``loss_type`` (:mod:`rl4llm.math.loss_types`):
     ``"grpo"`` the mean per sequence, then over sequences; ``"bnpo"`` and ``"dapo"`` one mean over all
-    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length.
+    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length. The first term is the loss
+    type's per-token objective (:data:`rl4llm.llm.objectives.OBJECTIVES`): PPO's clip above, or for
+    ``"cispo"`` (chapter 18, DAPO's token mean) -sg(min(rho_it, eps_high)) A_i logp_it, where
+    ``eps_high`` is the absolute cap (TRL's ``epsilon_high``; 5 when None) and ``eps_low`` and ``delta``
+    play no part.
 
     ``importance_sampling_level="sequence"`` is GSPO (TRL's knob of that name): every token of
     sequence i uses its sequence's ratio s_i = exp(sum_t m_it (logp_it - old_it) / sum_t m_it)
@@ -205,7 +126,6 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     if importance_sampling_level == "sequence":
         log_ratio = mean_over_tokens(log_ratio, m)                                  # (B, 1)
     ratio = torch.exp(log_ratio)                                                    # (B, T) or (B, 1)
-    clipped_ratio = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
     kl = None
     if ref_logp is not None:
         log_ref_over_pi = torch.where(real, ref_logp - logp, zero)                   # (B, T)
@@ -213,9 +133,10 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         penalty = kl if kl_estimator == "k3" else KL_ESTIMATORS[kl_estimator](log_ref_over_pi)
         if use_bias_correction_kl:        # TRL's: times the ratio, before delta's cap, not detached
             kl, penalty = kl * ratio, penalty * ratio
+    objective = OBJECTIVES[LOSS_TYPES[loss_type].objective]
+    per_token = objective.per_token(ratio, a, torch.where(real, logp, zero), eps_low, eps_high, delta)
     if delta is not None:
         ratio = torch.clamp(ratio, max=delta)
-    per_token = -torch.minimum(ratio * a, clipped_ratio * a)                        # (B, T) or (B, 1)
     if beta > 0:
         per_token = per_token + beta * penalty                                      # (B, T)
 
@@ -223,19 +144,21 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     loss = LOSS_TYPES[loss_type].aggregate(masked, m, max_completion_length)
 
     with torch.no_grad():
-        stats = _clip_stats(ratio, a, m, eps_low, eps_high, importance_sampling_level == "sequence") | {
+        stats = _clip_stats(objective.binds, ratio, a, m, eps_low, eps_high,
+                            importance_sampling_level == "sequence") | {
             "mean_ratio": float((ratio.expand_as(logp) * m).sum() / m.sum().clamp(min=1)),
             "mean_kl": float((kl * m).sum() / m.sum().clamp(min=1)) if kl is not None else 0.0,
         }
     return loss, stats
 
 
-def _clip_stats(ratio, a, m, eps_low, eps_high, per_sequence_ratio: bool) -> dict:
-    """Where the clip binds, counted as TRL 1.16 logs it: over unmasked tokens, or over sequences when
-    each sequence has one ratio (GSPO); the low and high sides apart (a side's clip set to inf is off)."""
-    low = clip_binds_mask(ratio, a, eps_low, math.inf).to(m.dtype)
-    high = clip_binds_mask(ratio, a, math.inf, eps_high).to(m.dtype)
-    region = clip_binds_mask(ratio, a, eps_low, eps_high).to(m.dtype)
+def _clip_stats(binds, ratio, a, m, eps_low, eps_high, per_sequence_ratio: bool) -> dict:
+    """Where the objective's clip (or cap) ``binds``, counted as TRL 1.16 logs it: over unmasked tokens, or
+    over sequences when each sequence has one ratio (GSPO); the low and high sides apart (a side's clip
+    set to inf is off)."""
+    low = binds(ratio, a, eps_low, math.inf).to(m.dtype)
+    high = binds(ratio, a, math.inf, eps_high).to(m.dtype)
+    region = binds(ratio, a, eps_low, eps_high).to(m.dtype)
     if per_sequence_ratio:
         share, per_sequence = (lambda x: float(x.mean())), (lambda x: x[:, 0])
     else:
@@ -246,3 +169,19 @@ def _clip_stats(ratio, a, m, eps_low, eps_high, per_sequence_ratio: bool) -> dic
     return {"clip_fraction": share(region), "clip_low_fraction": share(low), "clip_high_fraction": share(high),
             "clip_low_min": float(low_shares[counted].min()) if counted.any() else math.nan,
             "clip_high_max": float(high_shares[counted].max()) if counted.any() else math.nan}
+
+
+def cispo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
+               eps_max: float = EPS_MAX) -> tuple[torch.Tensor, dict]:
+    """CISPO's loss to MINIMISE (chapter 18): ``grpo_loss(..., loss_type="cispo", eps_high=eps_max)``, that is
+    -sum m sg(min(rho, eps_max)) A logp / sum m (:mod:`rl4llm.llm.objectives`), TRL 1.16's
+    ``loss_type="cispo"`` with ``epsilon_high=eps_max`` (> 0). Returns ``(loss, stats)``: ``grpo_loss``'s
+    stats, with ``stats["clip_ratio"]`` TRL's ``cispo_clip_ratio`` (the share of unmasked tokens whose
+    ratio is above the cap and whose advantage is positive: ``clip_fraction``) and
+    ``stats["capped_fraction"]`` the share above the cap whatever the advantage (those tokens still get a
+    gradient)."""
+    loss, stats = grpo_loss(logp, old_logp, advantages, mask, loss_type="cispo", eps_high=eps_max)
+    m = mask.to(logp.dtype)
+    capped = torch.where(m > 0, logp - old_logp, torch.zeros_like(logp)).detach().exp() > eps_max
+    return loss, stats | {"clip_ratio": stats["clip_fraction"],
+                          "capped_fraction": float((capped * m).sum() / m.sum().clamp(min=1))}

@@ -35,17 +35,11 @@ import math
 
 import torch
 
-from .._checks import checked, in_range, one_of, optional
+from .._checks import checked, in_range, one_of, optional, tensor
 
 #: TRL 1.16's ``vllm_importance_sampling_mode`` values: granularity (token, sequence) x what happens
 #: outside [C_min, C_max] (truncate: clamp to the range; mask: weight 0).
 IMPORTANCE_SAMPLING_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
-
-
-def _tensor(x, name):
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    return x
 
 
 def _token_batch(args):
@@ -81,7 +75,7 @@ def cap_range(mode: str = "mode", clip_max: str = "clip_max", clip_min: str = "c
 _RATIO = optional(in_range(0.0, math.inf, high_open=True))
 
 
-@checked(_token_batch, trainer_logp=_tensor, sampler_logp=_tensor, mask=_tensor)
+@checked(_token_batch, trainer_logp=tensor, sampler_logp=tensor, mask=tensor)
 def sampler_gap(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The sampler/trainer gap of every completion token, d_it = m_it (log pi_old - log pi_samp),
     shaped (B, T) and 0 on padding (chapter 20). Its row sums are the log of each sequence's ratio
@@ -90,7 +84,7 @@ def sampler_gap(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: to
     return (trainer_logp - sampler_logp) * mask
 
 
-@checked(_token_batch, cap_range(), trainer_logp=_tensor, sampler_logp=_tensor, mask=_tensor,
+@checked(_token_batch, cap_range(), trainer_logp=tensor, sampler_logp=tensor, mask=tensor,
          mode=one_of(IMPORTANCE_SAMPLING_MODES), clip_max=_RATIO, clip_min=_RATIO)
 def importance_weights(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor, *,
                        mode: str = "sequence_mask", clip_max: float | None = 3.0,
@@ -113,7 +107,7 @@ def importance_weights(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, m
     return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
 
 
-@checked(_token_batch, advantages=_tensor, logp=_tensor, sampler_logp=_tensor, mask=_tensor,
+@checked(_token_batch, advantages=tensor, logp=tensor, sampler_logp=tensor, mask=tensor,
          threshold=in_range(0.0, math.inf, high_open=True))
 def off_policy_mask(advantages: torch.Tensor, logp: torch.Tensor, sampler_logp: torch.Tensor,
                     mask: torch.Tensor, threshold: float) -> torch.Tensor:

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from .._checks import integer_at_least, logits_vector
-from .grpo import group_advantages, grpo_loss
+from ..math.credit import group_advantages
+from .grpo import grpo_loss
 from .model import GPT
 from .tasks import AdditionTask
 from ..toy.verifier import addition_reward

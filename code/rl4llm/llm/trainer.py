@@ -38,7 +38,8 @@ import torch
 
 from .._checks import (at_least, check_fields, checked, clip_range, eps_pair, in_range, instance_of, integer_at_least,
                       one_of, positive_real)
-from .grpo import group_advantages, grpo_loss
+from ..math.credit import group_advantages
+from .grpo import grpo_loss
 from ..math.loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .kl_placement import KLInLoss, KLInReward

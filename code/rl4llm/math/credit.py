@@ -1,4 +1,5 @@
-"""Credit assignment over several steps: returns, TD errors and GAE (chapter 12).
+"""Credit assignment: returns, TD errors and GAE over several steps (chapter 12), and GRPO's group-relative
+advantages (chapter 13).
 
 Notation: an episode s_0, a_0, r_0, s_1, ..., s_{T-1}, a_{T-1}, r_{T-1}; a critic V(s_t); a discount
 gamma in (0, 1]; GAE's mixing parameter lambda in [0, 1]. After the last step the value is
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, at_least, checked, finite_real, in_range, same_shapes
+from .._checks import (as_float_array, at_least, checked, finite_real, in_range, nonnegative_real, reward_groups,
+                       same_shapes, std_ddof)
 
 
 #: Chapter 12's made-up three-step episode: nothing until a win at the end...
@@ -113,3 +115,31 @@ def group_baseline_advantages(reward: float, baseline: float, length: int) -> np
     reward), so the advantage no longer varies along the sequence.
     """
     return np.full(length, reward - baseline)
+
+
+def _group_of_two_for_ddof_1(args):
+    shape = tuple(args["rewards"].shape)
+    if shape[-1] < 1 + args["ddof"]:
+        raise ValueError(f"rewards must be shaped (..., G) with G >= {1 + args['ddof']} for ddof={args['ddof']}, "
+                         f"got shape {shape}")
+
+
+@checked(_group_of_two_for_ddof_1, rewards=reward_groups, ddof=std_ddof, eps=nonnegative_real)
+def group_advantages(rewards, scale: bool = True, ddof: int = 0, eps: float = 1e-8):
+    """A_i = (r_i - mean_j r_j) / (std_j r_j + eps) within each group (chapter 13; chapter 14 compares ddof and scale).
+
+    ``rewards`` is shaped (..., G): the last axis is the group. ``ddof=0`` is the population std
+    (the default here); ``ddof=1`` is Bessel's sample std, which TRL uses, with eps = 1e-4:
+    ``group_advantages(r, ddof=1, eps=1e-4)`` is TRL's ``scale_rewards="group"``. ``scale=False``
+    gives the plain r_i - mean (Dr. GRPO; TRL's ``scale_rewards="none"``). A group whose rewards are all
+    equal carries no signal and gets exactly zero advantages, never NaN. One definition for numpy arrays
+    (returns numpy) and torch tensors (returns a tensor on the same device): it uses only the methods
+    both share.
+    """
+    r = rewards
+    centred = r - r.mean(axis=-1, keepdims=True)
+    flat = (r == r[..., :1]).all(axis=-1, keepdims=True)
+    if scale:
+        std = ((centred ** 2).sum(axis=-1, keepdims=True) / (r.shape[-1] - ddof)) ** 0.5
+        centred = centred / (std + eps + flat)              # a flat group's denominator is >= 1: no 0 / 0
+    return centred - centred * flat                         # exactly 0 (not -0) on a flat group

@@ -164,3 +164,35 @@ def drift_variance_ratio(new_masses, old_mass: float = 0.05) -> np.ndarray:
         raise ValueError(f"new_masses must be a 1-D array of masses in (0, 1), got {new_masses!r}")
     stale = importance_weighted_variance(p_new, np.broadcast_to(p_old, p_new.shape), REWARDS)
     return stale / importance_weighted_variance(p_new, p_new, REWARDS)
+
+
+def mean_over_tokens(x, mask):
+    """sum_t m_t x_t / sum_t m_t per sequence, shaped (B, 1): numpy arrays or torch tensors (B, T)
+    (a row with no unmasked token gives 0)."""
+    return (x * mask).sum(axis=-1, keepdims=True) / mask.sum(axis=-1, keepdims=True).clip(min=1)
+
+
+def _token_batch(x, name):
+    x = as_float_array(x, name)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be shaped (batch, tokens), got shape {x.shape}")
+    return x
+
+
+def _binary_mask(x, name):
+    x = _token_batch(x, name)
+    if not np.all((x == 0) | (x == 1)):
+        raise ValueError(f"{name} must contain only 0 and 1")
+    return x
+
+
+@checked(same_shapes("logp", "logp_old", "mask"), logp=_token_batch, logp_old=_token_batch, mask=_binary_mask)
+def sequence_ratio(logp, logp_old, mask) -> np.ndarray:
+    """GSPO's sequence-level importance ratio, one per sequence (chapter 18):
+
+        s_i = exp( sum_t m_it (logp_it - logp_old_it) / sum_t m_it ),
+
+    the geometric mean of the token ratios over the sequence's own tokens (a length-normalised
+    pi(y_i) / pi_old(y_i)). Arrays shaped (batch, tokens); returns shape (batch,).
+    """
+    return np.exp(mean_over_tokens(np.where(mask > 0, logp - logp_old, 0.0), mask))[:, 0]

@@ -1,6 +1,7 @@
-"""The "5" vs "05" toy: the two-step policy, and what SFT and RL do to it (chapters 3, 5).
+"""The "5" vs "05" toy's formulas: the two-step policy, and what SFT and RL do to it (chapters 3, 5).
 
-Chapter 3's extension of the toy is a policy that writes at most two tokens. Three contexts choose
+Chapter 3's extension of the toy is a policy that writes at most two tokens; its tree (``CHOICES``,
+``ANSWERS``) and logits are defined once in :mod:`rl4llm.toy.two_step`. Three contexts choose
 their next token, each with a softmax over its own logits (chapter 13 uses the same tree):
 
     context ""  (the prompt)  chooses among (0, 4, 5, 6, 15):  pi = softmax(z), (0.1, 0.4, 0.2, 0.2, 0.1)
@@ -24,25 +25,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._checks import finite_real, integer_at_least, logits_array, real_in_range
+from .._checks import at_least, checked, finite_real, in_range, logits_array
 from .distributions import sequence_probability, softmax
 from ..toy.five_token import CORRECT, EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_05, P_EOS_AFTER_5, PROMPT, VOCAB
+from ..toy.two_step import ANSWERS, CHOICES, two_step_logits
 from ..toy.verifier import addition_reward
-
-#: The contexts that choose their next token, and the tokens each chooses among (its logits' order).
-CHOICES = {"": VOCAB, "5": (EOS, "0"), "0": ("5", EOS)}
-
-#: Every answer of the two-step policy, as the (context, token) choices that write it. A context
-#: that is not in ``CHOICES`` stops surely, so its EOS is not a choice.
-ANSWERS = {
-    "0": (("", "0"), ("0", EOS)),
-    "4": (("", "4"),),
-    "5": (("", "5"), ("5", EOS)),
-    "6": (("", "6"),),
-    "15": (("", "15"),),
-    "05": (("", "0"), ("0", "5")),
-    "50": (("", "5"), ("5", "0")),
-}
 
 
 def two_token_paths() -> dict[str, list[float]]:
@@ -66,9 +53,7 @@ def two_step_policy(logits=LOGITS) -> dict[str, np.ndarray]:
     if first.shape != (len(VOCAB),):
         raise ValueError(f"logits must be a vector of {len(VOCAB)} first-step logits (one per VOCAB token), "
                          f"got shape {first.shape}")
-    return {"": first.copy(),
-            "5": np.log([P_EOS_AFTER_5, 1.0 - P_EOS_AFTER_5]),
-            "0": np.log([P_5_AFTER_0, 1.0 - P_5_AFTER_0])}
+    return two_step_logits() | {"": first.copy()}
 
 
 def _policy(logits) -> dict[str, np.ndarray]:
@@ -227,6 +212,7 @@ def _watch(policy: dict[str, np.ndarray]) -> dict[str, float]:
             "pi5": float(pi5), "eos_after_5": float(eos_after_5), "5_after_0": float(five_after_0)}
 
 
+@checked(lr=finite_real, steps=at_least(0))
 def training_curves(lr: float, steps: int, logits=LOGITS) -> dict[str, np.ndarray]:
     """Exact SFT and RL updates of every logit of the two-step policy, from ``logits`` (chapter 5).
 
@@ -240,8 +226,6 @@ def training_curves(lr: float, steps: int, logits=LOGITS) -> dict[str, np.ndarra
     ``name_pi0`` = pi(0), ``name_pi5`` = pi(5), ``name_eos_after_5`` = P(EOS | 5),
     ``name_5_after_0`` = P(5 | 0).
     """
-    lr = finite_real(lr, "lr")
-    steps = integer_at_least(steps, "steps", 0)
     policies = {"sft": _policy(logits), "rl": _policy(logits)}
     watched = ("5", "05", "pi0", "pi5", "eos_after_5", "5_after_0")
     curves = {f"{name}_{key}": np.zeros(steps + 1) for name in policies for key in watched}
@@ -257,6 +241,7 @@ def training_curves(lr: float, steps: int, logits=LOGITS) -> dict[str, np.ndarra
     return curves
 
 
+@checked(pi_0=in_range(0.0, 1.0), p_5_after_0=in_range(0.0, 1.0))
 def two_spellings(pi_0: float = 0.1, p_5_after_0: float = P_5_AFTER_0) -> dict[str, float]:
     """P("5"), P("05") and P(correct) when the first step gives "0" probability ``pi_0`` (chapter 3's slider).
 
@@ -265,8 +250,6 @@ def two_spellings(pi_0: float = 0.1, p_5_after_0: float = P_5_AFTER_0) -> dict[s
     P("5") = pi(5) x P(EOS | 5) = pi(5) x 0.8 and P("05") = pi_0 x P(5 | 0) x 1. Returns
     {"pi_5", "5", "05", "correct"} with correct = P("5") + P("05").
     """
-    pi_0 = real_in_range(pi_0, "pi_0", 0.0, 1.0)
-    p_5_after_0 = real_in_range(p_5_after_0, "p_5_after_0", 0.0, 1.0)
     weights = np.exp(LOGITS)
     pi_5 = (1.0 - pi_0) * weights[CORRECT] / (weights.sum() - weights[VOCAB.index("0")])
     p5 = sequence_probability([pi_5, P_EOS_AFTER_5])

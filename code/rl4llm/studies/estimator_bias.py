@@ -28,13 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import integer_at_least, logits_vector, reward_vector, sample_indices
+from .._checks import (at_least, checked, integer_at_least, logits_vector, one_of, one_reward_per_answer,
+                       sample_indices)
+from ..math.credit import group_advantages
 from ..math.distributions import softmax
 from ..math.estimators import group_count_law, sample_groups
-from ..llm.grpo import LOSS_TYPES, group_advantages
+from ..math.loss_types import LOSS_TYPES
+from ..math.two_step import answer_probabilities
 from ..toy.five_token import LOGITS, PROMPT, REWARDS, VOCAB
-from .toy_grpo import (TWO_STEP_ANSWERS, TWO_STEP_NEXT, two_step_answer_probs,
-                       two_step_logits)
+from ..toy.two_step import CHOICES, TOKENS, two_step_logits
 from ..toy.verifier import addition_reward
 
 #: The advantages of a group's answers, each a function of the group's rewards (and lengths):
@@ -69,13 +71,13 @@ class Task:
         return int(self.lengths.max())
 
 
+@checked(one_reward_per_answer(), logits=logits_vector)
 def one_step_task(logits=LOGITS, rewards=REWARDS) -> Task:
     """The one-step toy: answers ``VOCAB``, P = softmax(z), one token each, g(y) = onehot(y) - pi (chapter 7)."""
-    z = logits_vector(logits)
-    r = reward_vector(rewards, z.size)
-    pi = softmax(z)
-    answers = VOCAB if z.size == len(VOCAB) else tuple(str(k) for k in range(z.size))
-    return Task(answers, pi, r, np.ones(z.size, dtype=int), np.eye(z.size) - pi[None, :])
+    pi = softmax(logits)
+    n = logits.size
+    answers = VOCAB if n == len(VOCAB) else tuple(str(k) for k in range(n))
+    return Task(answers, pi, rewards, np.ones(n, dtype=int), np.eye(n) - pi[None, :])
 
 
 def two_step_task(logits: dict | None = None, prompt: str = PROMPT) -> Task:
@@ -86,40 +88,41 @@ def two_step_task(logits: dict | None = None, prompt: str = PROMPT) -> Task:
     ("5", EOS), "05" is 3 ("0", "5", EOS).
     """
     params = two_step_logits() if logits is None else logits
-    probs = two_step_answer_probs(params)
-    offsets = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
-    start = dict(zip(TWO_STEP_NEXT, offsets[:-1]))
-    answers = tuple(TWO_STEP_ANSWERS)
+    probs = answer_probabilities(params)
+    offsets = np.cumsum([0] + [len(CHOICES[c]) for c in CHOICES])
+    start = dict(zip(CHOICES, offsets[:-1]))
+    answers = tuple(TOKENS)
     scores = np.zeros((len(answers), offsets[-1]))
     for row, answer in enumerate(answers):
-        tokens = TWO_STEP_ANSWERS[answer]
+        tokens = TOKENS[answer]
         for t, token in enumerate(tokens):
             context = "".join(tokens[:t])
-            if context in TWO_STEP_NEXT:
-                choices = TWO_STEP_NEXT[context]
+            if context in CHOICES:
+                choices = CHOICES[context]
                 columns = slice(start[context], start[context] + len(choices))
                 scores[row, columns] += np.eye(len(choices))[choices.index(token)] - softmax(params[context])
     return Task(answers, np.array([probs[a] for a in answers]),
                 np.array([addition_reward(prompt, a) for a in answers]),
-                np.array([len(TWO_STEP_ANSWERS[a]) for a in answers]), scores)
+                np.array([len(TOKENS[a]) for a in answers]), scores)
 
 
-def _check_task(task) -> Task:
+def _check_task(task, name: str = "task") -> Task:
+    """Rule: a :class:`Task`."""
     if not isinstance(task, Task):
-        raise ValueError(f"task must be a Task (one_step_task() or two_step_task()), got {type(task).__name__}")
+        raise ValueError(f"{name} must be a Task (one_step_task() or two_step_task()), got {type(task).__name__}")
     return task
 
 
-def _settings(task, G, advantage, loss_type, max_completion_length) -> tuple[Task, int, int]:
-    task = _check_task(task)
-    G = integer_at_least(G, "G", 2 if advantage == "rloo" else 1)
-    if advantage not in ADVANTAGES:
-        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
-    cap = task.max_length if max_completion_length is None else integer_at_least(
-        max_completion_length, "max_completion_length", task.max_length)
-    return task, G, cap
+def _group_size_and_cap(args):
+    """Relation: G >= 2 for leave-one-out advantages (>= 1 otherwise); ``max_completion_length`` at least
+    the task's longest answer, the longest by default."""
+    args["G"] = integer_at_least(args["G"], "G", 2 if args["advantage"] == "rloo" else 1)
+    cap, longest = args["max_completion_length"], args["task"].max_length
+    args["max_completion_length"] = longest if cap is None else integer_at_least(cap, "max_completion_length", longest)
+
+
+#: The checks of the studies' common arguments.
+_STUDY = dict(task=_check_task, advantage=one_of(ADVANTAGES), loss_type=one_of(LOSS_TYPES))
 
 
 def advantages(rewards: np.ndarray, lengths: np.ndarray, advantage: str) -> np.ndarray:
@@ -142,18 +145,14 @@ def advantages(rewards: np.ndarray, lengths: np.ndarray, advantage: str) -> np.n
 def token_weights(advantage_values: np.ndarray, lengths: np.ndarray, loss_type: str,
                   max_completion_length: int) -> np.ndarray:
     """L_max times the weight -d loss / d logp that ``grpo_loss`` gives every token of answer i at rho = 1
-    (validated inputs, groups shaped (..., G)): A_i L_max / (G |a_i|) for ``grpo``, A_i L_max / sum_j |a_j|
+    (validated inputs, groups shaped (..., G)): the loss type's own ``token_weight``
+    (:data:`rl4llm.math.loss_types.LOSS_TYPES`), e.g. A_i L_max / (G |a_i|) for ``grpo``, A_i L_max / sum_j |a_j|
     for ``bnpo``/``dapo``, A_i / G for ``dr_grpo``. ``lengths`` are the unmasked token counts: an answer
     of length 0 (all its tokens masked) gets weight 0, and a group with no token left gets 0 everywhere
-    (``grpo_loss`` clamps its normalisers at 1). ``tests/test_estimator_bias.py`` checks it against
-    autograd through ``grpo_loss``."""
-    G = lengths.shape[-1]
-    if loss_type == "grpo":
-        return np.where(lengths > 0, advantage_values * max_completion_length / (G * np.maximum(lengths, 1)), 0.0)
-    if loss_type in ("bnpo", "dapo"):
-        tokens = np.maximum(lengths.sum(axis=-1, keepdims=True), 1)
-        return np.where(lengths > 0, advantage_values * max_completion_length / tokens, 0.0)
-    return np.where(lengths > 0, advantage_values / G, 0.0)
+    (``grpo_loss`` clamps its normalisers at 1). ``tests/test_loss_types.py`` checks every loss type's
+    weight against autograd through ``grpo_loss``."""
+    weight = LOSS_TYPES[loss_type].token_weight(advantage_values, lengths, max_completion_length)
+    return np.where(lengths > 0, max_completion_length * weight, 0.0)
 
 
 def group_estimates(task: Task, samples: np.ndarray, advantage: str, loss_type: str,
@@ -170,6 +169,7 @@ def _groups_of_counts(counts: np.ndarray) -> np.ndarray:
     return np.array([np.repeat(np.arange(counts.shape[1]), row) for row in counts])
 
 
+@checked(_group_size_and_cap, **_STUDY)
 def estimator_moments(task: Task, G: int, advantage: str = "group_mean", loss_type: str = "dr_grpo",
                       max_completion_length: int | None = None) -> dict:
     """The exact mean, bias, total variance and mean squared error of X, over every group of G (chapter 17).
@@ -182,9 +182,8 @@ def estimator_moments(task: Task, G: int, advantage: str = "group_mean", loss_ty
     ``mean_squared_error`` E|X - grad J|^2. ``max_completion_length`` (L_max) defaults to the task's
     longest answer.
     """
-    task, G, cap = _settings(task, G, advantage, loss_type, max_completion_length)
     counts, law = group_count_law(task.probs, G)
-    estimates = group_estimates(task, _groups_of_counts(counts), advantage, loss_type, cap)
+    estimates = group_estimates(task, _groups_of_counts(counts), advantage, loss_type, max_completion_length)
     mean = law @ estimates
     grad = task.gradient
     bias = mean - grad
@@ -196,6 +195,7 @@ def estimator_moments(task: Task, G: int, advantage: str = "group_mean", loss_ty
             "variance": variance, "mean_squared_error": variance + float(bias @ bias)}
 
 
+@checked(_group_size_and_cap, n_groups=at_least(1), seed=at_least(0), **_STUDY)
 def sample_estimates(task: Task, G: int, n_groups: int, seed: int, advantage: str = "group_mean",
                      loss_type: str = "dr_grpo", max_completion_length: int | None = None) -> np.ndarray:
     """``n_groups`` Monte Carlo draws of X, groups of G answers ~ P (seeded), shape (n_groups, n_logits).
@@ -203,17 +203,24 @@ def sample_estimates(task: Task, G: int, n_groups: int, seed: int, advantage: st
     Their mean and total variance (``estimators.total_variance_and_standard_error``) estimate what
     ``estimator_moments`` computes exactly.
     """
-    task, G, cap = _settings(task, G, advantage, loss_type, max_completion_length)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    samples = sample_groups(task.probs, G, integer_at_least(n_groups, "n_groups", 1), rng)
-    return group_estimates(task, samples, advantage, loss_type, cap)
+    samples = sample_groups(task.probs, G, n_groups, np.random.default_rng(seed))
+    return group_estimates(task, samples, advantage, loss_type, max_completion_length)
 
 
+def _one_group(args):
+    """Relation: ``group`` is a 1-D array of answer indices into ``task.answers``, of a size that suits
+    the advantage (``_group_size_and_cap``)."""
+    group = sample_indices(args["group"], len(args["task"].answers))
+    if group.ndim != 1:
+        raise ValueError(f"group must be a 1-D array of answer indices, got shape {group.shape}")
+    args["group"] = group
+    sized = args | {"G": group.size}
+    _group_size_and_cap(sized)
+    args["max_completion_length"] = sized["max_completion_length"]
+
+
+@checked(_one_group, **_STUDY)
 def estimate_of_group(task: Task, group, advantage: str = "group_mean", loss_type: str = "dr_grpo",
                       max_completion_length: int | None = None) -> np.ndarray:
     """X for one group ``group`` (answer indices into ``task.answers``), shape (n_logits,)."""
-    group = sample_indices(group, len(_check_task(task).answers))
-    if group.ndim != 1:
-        raise ValueError(f"group must be a 1-D array of answer indices, got shape {group.shape}")
-    task, _, cap = _settings(task, group.size, advantage, loss_type, max_completion_length)
-    return group_estimates(task, group, advantage, loss_type, cap)
+    return group_estimates(task, group, advantage, loss_type, max_completion_length)

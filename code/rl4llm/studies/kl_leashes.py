@@ -18,23 +18,23 @@ fixed, as autograd sees them (chapter 17 derives each):
 - ``"k3_corrected"``: rho k3 with rho = exp(ln pi - sg(ln pi)) (TRL's ``use_bias_correction_kl=True``):
   grad = (k3 + 1 - pi_ref / pi) grad ln pi = k1 grad ln pi, the REVERSE KL again.
 
-``kl_estimators`` is the formula; ``kl_estimator_moments`` its exact bias and variance on a tabular
-policy; ``leash_gradient`` the expected (or sampled) gradient of each leash by autograd;
+Each placement's gradient on a token y is one coefficient times the score grad ln pi(y)
+(``leash_coefficient``: x, 1, x, 1 - e^(-x), x). ``kl_estimators`` is the formula;
+``kl_estimator_moments`` its exact bias and variance on a tabular policy; ``leash_gradient`` the expected
+(or sampled) gradient of each leash, in closed form (``tests/test_kl_leashes.py`` checks it by autograd);
 ``leash_run`` and ``leash_exact_run`` train the toy with each, sampled and exactly.
 """
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from .._checks import (as_float_array, finite_real, integer_at_least, logits_vector, positive_real, real_in_range,
-                      reward_vector, same_shape)
+from .._checks import (as_float_array, at_least, checked, in_range, index_in_range, logits_vector, one_of, optional,
+                      positive_real, reward_array, same_shapes, sample_indices)
 from ..math.distributions import kl_divergence, log_softmax, softmax
-from .estimator_bias import advantages
 from ..math.estimators import sample_groups
 from ..math.gradients import policy_gradient
-from ..llm.grpo import k3
 from ..toy.five_token import CORRECT, LOGITS, REWARDS
+from .estimator_bias import advantages
 
 #: Where a trainer puts the KL, and how (see the module docstring).
 LEASHES = ("k1_reward", "k1_loss", "k2_loss", "k3_loss", "k3_corrected")
@@ -45,40 +45,25 @@ LEASH_DIRECTIONS = {"k1_reward": "reverse", "k1_loss": "none", "k2_loss": "rever
 ESTIMATORS = ("k1", "k2", "k3")
 
 
+def _log_probs(x, name):
+    return as_float_array(x, name, ndim_min=0)
+
+
+@checked(same_shapes("logp", "logp_ref"), logp=_log_probs, logp_ref=_log_probs)
 def kl_estimators(logp, logp_ref):
     """``(k1, k2, k3)`` elementwise, with x = logp - logp_ref (chapter 17):
     k1 = x, k2 = x^2 / 2, k3 = exp(logp_ref - logp) - (logp_ref - logp) - 1.
 
     ``logp`` and ``logp_ref`` are the log-probabilities of the same sampled tokens under pi and pi_ref,
-    of one shape: numpy arrays (or lists; numpy comes back) or torch tensors (tensors come back, with
-    their gradients). Over tokens sampled from pi, k1 and k3 average to KL(pi || pi_ref).
+    of one shape (numpy arrays, lists or numbers; numpy comes back). Over tokens sampled from pi, k1 and
+    k3 average to KL(pi || pi_ref). (In the loss, :data:`rl4llm.llm.grpo.KL_ESTIMATORS` computes them on
+    tensors.)
     """
-    if isinstance(logp, torch.Tensor) or isinstance(logp_ref, torch.Tensor):
-        for name, t in (("logp", logp), ("logp_ref", logp_ref)):
-            if not isinstance(t, torch.Tensor):
-                raise ValueError(f"{name} must be a torch.Tensor when the other is one, got {type(t).__name__}")
-            if not bool(torch.isfinite(t).all()):
-                raise ValueError(f"{name} must hold finite log-probabilities (no NaN or inf)")
-        if logp.shape != logp_ref.shape:
-            raise ValueError(f"logp and logp_ref must have the same shape, got {tuple(logp.shape)} and "
-                             f"{tuple(logp_ref.shape)}")
-        return _estimators(logp, logp_ref)
-    a, b = as_float_array(logp, "logp", ndim_min=0), as_float_array(logp_ref, "logp_ref", ndim_min=0)
-    same_shape(a, b, "logp", "logp_ref")
-    return tuple(k.numpy() for k in _estimators(torch.from_numpy(a), torch.from_numpy(b)))
+    x = logp - logp_ref
+    return tuple(np.asarray(k) for k in (x, x ** 2 / 2, np.exp(-x) + x - 1))      # a 0-d result stays an array
 
 
-def _estimators(logp: torch.Tensor, logp_ref: torch.Tensor) -> tuple:
-    log_ratio = logp - logp_ref
-    return log_ratio, log_ratio ** 2 / 2, k3(-log_ratio)
-
-
-def _pair(logits, ref_logits) -> tuple[np.ndarray, np.ndarray]:
-    z, z_ref = logits_vector(logits, "logits"), logits_vector(ref_logits, "ref_logits")
-    same_shape(z, z_ref, "logits", "ref_logits")
-    return z, z_ref
-
-
+@checked(same_shapes("logits", "ref_logits"), logits=logits_vector, ref_logits=logits_vector)
 def kl_estimator_moments(logits, ref_logits=LOGITS) -> dict:
     """Each estimator's exact mean, bias and variance as an estimate of KL(pi || pi_ref), one token y ~ pi.
 
@@ -87,71 +72,63 @@ def kl_estimator_moments(logits, ref_logits=LOGITS) -> dict:
     with ``mean`` E[k], ``bias`` E[k] - KL and ``variance`` Var[k] (of one sample; a mean of n
     samples has variance / n).
     """
-    z, z_ref = _pair(logits, ref_logits)
-    pi = softmax(z)
-    kl = kl_divergence(pi, softmax(z_ref))
+    pi = softmax(logits)
+    kl = kl_divergence(pi, softmax(ref_logits))
     out = {"kl": float(kl)}
-    for name, k in zip(ESTIMATORS, kl_estimators(log_softmax(z), log_softmax(z_ref))):
+    for name, k in zip(ESTIMATORS, kl_estimators.unchecked(log_softmax(logits), log_softmax(ref_logits))):
         mean = float(pi @ k)
         out[name] = {"mean": mean, "bias": mean - float(kl), "variance": float(pi @ (k - mean) ** 2)}
     return out
 
 
-def _check_leash(leash) -> str:
-    if leash not in LEASHES:
-        raise ValueError(f"leash must be one of {LEASHES}, got {leash!r}")
-    return leash
+def leash_coefficient(x, leash: str):
+    """c(x) with grad(penalty at token y) = c(x) grad ln pi(y), x = ln pi(y) - ln pi_ref(y), for each placement
+    of ``LEASHES`` (validated inputs; see the module's docstring): ``"k1_reward"`` (sg(k1) ln pi) x;
+    ``"k1_loss"`` 1; ``"k2_loss"`` (grad x^2 / 2) x; ``"k3_loss"`` (grad of e^(-x) + x - 1) 1 - e^(-x);
+    ``"k3_corrected"`` (rho k3, rho = exp(ln pi - sg(ln pi))) k3 + 1 - e^(-x) = x."""
+    if leash == "k1_loss":
+        return np.ones_like(x)
+    if leash == "k3_loss":
+        return 1 - np.exp(-x)
+    return x
 
 
-def leash_term(logp: torch.Tensor, logp_ref: torch.Tensor, leash: str) -> torch.Tensor:
-    """The per-token penalty whose gradient a trainer takes, for each placement of ``LEASHES`` (validated inputs).
-
-    ``"k1_reward"``: sg(k1) logp, the penalty's share of the surrogate -(r - beta k1) logp; the loss
-    placements: k1, k2, k3 as they are; ``"k3_corrected"``: exp(logp - sg(logp)) k3 (1 in value).
-    """
-    k1, k2, k3_ = _estimators(logp, logp_ref)
-    if leash == "k1_reward":
-        return k1.detach() * logp
-    if leash == "k3_corrected":
-        return torch.exp(logp - logp.detach()) * k3_
-    return {"k1_loss": k1, "k2_loss": k2, "k3_loss": k3_}[leash]
+def _samples_of_logits(args):
+    """Relation: ``samples`` (when given) is a non-empty 1-D array of answer indices of ``logits``."""
+    if args["samples"] is not None:
+        size = args["logits"].size
+        samples = sample_indices(args["samples"], size)
+        if samples.ndim != 1:
+            raise ValueError(f"samples must be a non-empty 1-D array of answer indices in [0, {size - 1}]")
+        args["samples"] = samples
 
 
+@checked(same_shapes("logits", "ref_logits"), _samples_of_logits, logits=logits_vector, ref_logits=logits_vector,
+         leash=one_of(LEASHES))
 def leash_gradient(logits, ref_logits, leash: str, samples=None) -> np.ndarray:
-    """d/dz of the leash's penalty by autograd: its expectation over y ~ pi when ``samples`` is None
-    (every answer weighted by pi(y), the weights held fixed), else its mean over the sampled answer
-    indices ``samples`` (a Monte Carlo estimate of that expectation). A DESCENT direction: the trainer
-    subtracts beta times it from its ascent on J (chapter 17).
+    """d/dz of the leash's penalty: its expectation over y ~ pi when ``samples`` is None (every answer
+    weighted by pi(y), the weights held fixed), sum_y pi(y) c(x_y) (onehot(y) - pi), else its mean over the
+    sampled answer indices ``samples``, mean_i c(x_i) (onehot(y_i) - pi) (a Monte Carlo estimate of that
+    expectation), with c = ``leash_coefficient``. A DESCENT direction: the trainer subtracts beta times it
+    from its ascent on J (chapter 17).
     """
-    z, z_ref = _pair(logits, ref_logits)
-    leash = _check_leash(leash)
-    zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
-    logp = torch.log_softmax(zt, dim=0)
-    ref = torch.from_numpy(log_softmax(z_ref))
+    pi = softmax(logits)
+    scores = np.eye(pi.size) - pi                                   # row y: grad ln pi(y)
+    c = leash_coefficient(log_softmax(logits) - log_softmax(ref_logits), leash)
     if samples is None:
-        penalty = (torch.from_numpy(softmax(z)) * leash_term(logp, ref, leash)).sum()
-    else:
-        ys = np.asarray(samples)
-        if (ys.ndim != 1 or ys.size == 0 or not np.issubdtype(ys.dtype, np.integer)
-                or ys.min() < 0 or ys.max() >= z.size):
-            raise ValueError(f"samples must be a non-empty 1-D array of answer indices in [0, {z.size - 1}]")
-        index = torch.from_numpy(ys)
-        penalty = leash_term(logp[index], ref[index], leash).mean()
-    penalty.backward()
-    return zt.grad.numpy().copy()
+        return (pi * c) @ scores
+    return c[samples] @ scores[samples] / samples.size
 
 
-def _run_settings(leash, beta, steps, lr, logits, rewards, ref_logits):
-    leash = _check_leash(leash)
-    beta = finite_real(beta, "beta")
-    if beta < 0:
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
-    steps = integer_at_least(steps, "steps", 1)
-    lr = positive_real(lr, "lr")
-    z = logits_vector(logits, "logits").copy()
-    r = reward_vector(rewards, z.size)
-    z_ref = z.copy() if ref_logits is None else _pair(z, ref_logits)[1]
-    return leash, beta, steps, lr, z, r, z_ref
+def _default_reference(args):
+    if args["ref_logits"] is None:
+        args["ref_logits"] = args["logits"].copy()
+
+
+#: The checks of the two runs' common arguments.
+_RUN = dict(leash=one_of(LEASHES), beta=in_range(0.0, np.inf, high_open=True), steps=at_least(1), lr=positive_real,
+            logits=logits_vector, rewards=reward_array, ref_logits=optional(logits_vector))
+_RUN_RELATIONS = (same_shapes("logits", "rewards"), _default_reference, same_shapes("logits", "ref_logits"))
 
 
 def _record(path: list, r: np.ndarray, z_ref: np.ndarray) -> dict:
@@ -162,56 +139,57 @@ def _record(path: list, r: np.ndarray, z_ref: np.ndarray) -> dict:
             "kl": np.array([kl_divergence(p, pi_ref) for p in probs])}
 
 
+@checked(*_RUN_RELATIONS, G=at_least(2), seed=at_least(0), **_RUN)
 def leash_run(leash: str, beta: float = 1.0, G: int = 8, steps: int = 60, lr: float = 1.0, seed: int = 0,
               logits=LOGITS, rewards=REWARDS, ref_logits=None) -> dict:
     """The toy trained on samples with a KL leash to pi_ref (the start, unless ``ref_logits``), seeded (chapter 17).
 
-    Each step draws G answers from pi, then takes one gradient step of size ``lr`` on the loss, by
-    autograd: mean_i [-A_i ln pi(y_i) + beta leash_term(y_i)] with leave-one-out advantages A of the
-    rewards (unbiased, chapter 9); for ``"k1_reward"`` the advantages are those of the shaped rewards
-    r_i - beta k1(y_i) instead, and no term is added. Returns ``pi_correct`` (the mass on the
-    best-rewarded answers) and ``kl`` KL(pi || pi_ref), both of length steps + 1.
+    Each step draws G answers from pi, then takes one gradient step of size ``lr`` on the loss
+    mean_i [-A_i ln pi(y_i) + beta penalty(y_i)], whose gradient is mean_i (-A_i + beta c_i) grad ln pi(y_i)
+    (c_i = ``leash_coefficient``), with leave-one-out advantages A of the rewards (unbiased, chapter 9);
+    for ``"k1_reward"`` the advantages are those of the shaped rewards r_i - beta k1(y_i) instead, and no
+    term is added. Returns ``pi_correct`` (the mass on the best-rewarded answers) and ``kl``
+    KL(pi || pi_ref), both of length steps + 1.
     """
-    leash, beta, steps, lr, z, r, z_ref = _run_settings(leash, beta, steps, lr, logits, rewards, ref_logits)
-    G = integer_at_least(G, "G", 2)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    ref = torch.from_numpy(log_softmax(z_ref))
-    ones = np.ones(G, dtype=int)
+    rng = np.random.default_rng(seed)
+    z, ones = logits.copy(), np.ones(G, dtype=int)
     path = [z.copy()]
     for _ in range(steps):
-        ys = torch.from_numpy(sample_groups(softmax(z), G, 1, rng)[0])
-        zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
-        logp = torch.log_softmax(zt, dim=0)[ys]
-        shaped = r[ys.numpy()]
-        if leash == "k1_reward":
-            shaped = shaped - beta * (logp - ref[ys]).detach().numpy()
-        A = torch.from_numpy(advantages(shaped, ones, "rloo"))
-        per_sample = -A * logp
+        pi = softmax(z)
+        ys = sample_groups(pi, G, 1, rng)[0]
+        x = (log_softmax(z) - log_softmax(ref_logits))[ys]
+        shaped = rewards[ys] - beta * x if leash == "k1_reward" else rewards[ys]
+        weight = -advantages(shaped, ones, "rloo")
         if leash != "k1_reward":
-            per_sample = per_sample + beta * leash_term(logp, ref[ys], leash)
-        per_sample.mean().backward()
-        z = z - lr * zt.grad.numpy()
+            weight = weight + beta * leash_coefficient(x, leash)
+        z = z - lr * weight @ (np.eye(pi.size)[ys] - pi) / G
         path.append(z.copy())
-    return _record(path, r, z_ref)
+    return _record(path, rewards, ref_logits)
 
 
+@checked(*_RUN_RELATIONS, **_RUN)
 def leash_exact_run(leash: str, beta: float = 1.0, steps: int = 60, lr: float = 1.0, logits=LOGITS,
                     rewards=REWARDS, ref_logits=None) -> dict:
     """What ``leash_run`` follows on average: z <- z + lr (grad J - beta ``leash_gradient``(z)), exact
     gradients, no sampling (chapter 17). Same outputs as ``leash_run``."""
-    leash, beta, steps, lr, z, r, z_ref = _run_settings(leash, beta, steps, lr, logits, rewards, ref_logits)
+    z = logits.copy()
     path = [z.copy()]
     for _ in range(steps):
-        z = z + lr * (policy_gradient(z, r) - beta * leash_gradient(z, z_ref, leash))
+        z = z + lr * (policy_gradient(z, rewards) - beta * leash_gradient.unchecked(z, ref_logits, leash))
         path.append(z.copy())
-    return _record(path, r, z_ref)
+    return _record(path, rewards, ref_logits)
 
 
+def _index_of_logits(args):
+    """Relation: ``correct`` indexes ``logits``."""
+    args["correct"] = index_in_range(args["correct"], "correct", args["logits"].size)
+
+
+@checked(_index_of_logits, pi_correct=in_range(0.0, 1.0, low_open=True, high_open=True), logits=logits_vector)
 def moved_policy(pi_correct: float, logits=LOGITS, correct: int = CORRECT) -> np.ndarray:
     """Logits of the toy's pi moved to pi(correct) = ``pi_correct``, the other answers scaled together
     (chapter 17's slider): ln of (1 - pi_correct) pi_other / (1 - pi(correct)), and ln pi_correct."""
-    p = real_in_range(pi_correct, "pi_correct", 0.0, 1.0, low_open=True, high_open=True)
-    pi = softmax(logits_vector(logits))
-    moved = pi * (1 - p) / (1 - pi[correct])
-    moved[correct] = p
+    pi = softmax(logits)
+    moved = pi * (1 - pi_correct) / (1 - pi[correct])
+    moved[correct] = pi_correct
     return np.log(moved)

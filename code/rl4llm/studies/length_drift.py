@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import integer_at_least, logits_vector, positive_real
+from .._checks import at_least, checked, logits_vector, one_of, positive_real
 from ..math.distributions import softmax
 from .estimator_bias import ADVANTAGES, Task, estimator_moments, group_estimates
 from ..math.estimators import sample_groups
-from ..llm.grpo import LOSS_TYPES
+from ..math.loss_types import LOSS_TYPES
 
 LENGTH_ANSWERS = ("right, short", "right, long", "wrong, short", "wrong, long", "wrong, overlong")
 #: Each answer's length in tokens, were it written out in full.
@@ -36,13 +36,16 @@ SOFT_BUFFER = 6
 OVERLONG = ("none", "filter", "soft")
 
 
+def _buffer_within_cap(args):
+    """Relation: 1 <= buffer <= cap."""
+    if args["buffer"] > args["cap"]:
+        raise ValueError(f"buffer must be in [1, cap = {args['cap']}], got {args['buffer']}")
+
+
+@checked(_buffer_within_cap, cap=at_least(1), buffer=at_least(1))
 def soft_overlong_penalty(length, cap: int = LENGTH_CAP, buffer: int = SOFT_BUFFER) -> np.ndarray:
     """DAPO's R_length(|o|): 0 for |o| <= cap - buffer, ((cap - buffer) - |o|) / buffer for
     cap - buffer < |o| <= cap, and -1 for |o| > cap (chapter 17). Elementwise over ``length``."""
-    cap = integer_at_least(cap, "cap", 1)
-    buffer = integer_at_least(buffer, "buffer", 1)
-    if buffer > cap:
-        raise ValueError(f"buffer must be in [1, cap = {cap}], got {buffer}")
     n = np.asarray(length, dtype=float)
     return np.where(n > cap, -1.0, np.minimum(((cap - buffer) - n) / buffer, 0.0))
 
@@ -73,14 +76,9 @@ def _watch(task: Task) -> dict:
             "overlong": float(p[LENGTH_TOKENS > LENGTH_CAP].sum())}
 
 
-def _settings(loss_type, overlong, advantage, G, steps, lr):
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
-    if overlong not in OVERLONG:
-        raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
-    if advantage not in ADVANTAGES:
-        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
-    return (integer_at_least(G, "G", 2), integer_at_least(steps, "steps", 1), positive_real(lr, "lr"))
+#: The checks of the two runs' common arguments.
+_RUN = dict(loss_type=one_of(LOSS_TYPES), overlong=one_of(OVERLONG), advantage=one_of(ADVANTAGES), G=at_least(2),
+            steps=at_least(1), lr=positive_real)
 
 
 def _run(step, steps, overlong) -> dict:
@@ -94,6 +92,7 @@ def _run(step, steps, overlong) -> dict:
     return {key: np.array([w[key] for w in watched]) for key in watched[0]}
 
 
+@checked(seed=at_least(0), **_RUN)
 def length_drift_run(loss_type: str = "grpo", overlong: str = "none", advantage: str = "group_mean", G: int = 8,
                      steps: int = 40, lr: float = 0.5, seed: int = 0) -> dict:
     """The length toy trained from the uniform policy on groups of G, seeded (chapter 17): each step draws a
@@ -101,8 +100,7 @@ def length_drift_run(loss_type: str = "grpo", overlong: str = "none", advantage:
     and moves the logits by ``lr`` times the estimate. Returns arrays of length steps + 1: ``length``
     E|o| (tokens, cut at the cap), ``length_right`` and ``length_wrong`` (E|o| among right and among
     wrong answers), ``correct`` P(right) and ``overlong`` P(the overlong answer)."""
-    G, steps, lr = _settings(loss_type, overlong, advantage, G, steps, lr)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    rng = np.random.default_rng(seed)
 
     def step(task):
         group = sample_groups(task.probs, G, 1, rng)
@@ -110,10 +108,10 @@ def length_drift_run(loss_type: str = "grpo", overlong: str = "none", advantage:
     return _run(step, steps, overlong)
 
 
+@checked(**_RUN)
 def length_drift_exact(loss_type: str = "grpo", overlong: str = "none", advantage: str = "group_mean",
                        G: int = 8, steps: int = 40, lr: float = 0.5) -> dict:
     """What ``length_drift_run`` follows on average: each step moves the logits by ``lr`` times the exact
     expected estimate E[X] (``estimator_moments``, every group of G enumerated). Same outputs."""
-    G, steps, lr = _settings(loss_type, overlong, advantage, G, steps, lr)
-    return _run(lambda task: lr * estimator_moments(task, G, advantage, loss_type, LENGTH_CAP)["mean"],
+    return _run(lambda task: lr * estimator_moments.unchecked(task, G, advantage, loss_type, LENGTH_CAP)["mean"],
                 steps, overlong)

@@ -20,16 +20,17 @@ on each sampled token in the loss keeps only its own token's log-ratio (chapter 
 So the per-token k2 (and corrected k3) follow the reverse KL token by token, not answer by answer: they
 miss E[(sum_{u>t} x_u) s_t], the effect of an earlier choice on the KL of what follows it (the
 sequence-level pitfall of Tang & Munos, 2025, arXiv:2510.01555). :func:`sequence_kl_gradients`
-computes each of these exactly on the two-step toy (``two_step.ANSWERS``), every answer enumerated.
+computes each of these exactly on the two-step toy (``rl4llm.toy.two_step.ANSWERS``), every answer enumerated.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._checks import real_in_range
+from .._checks import checked, in_range
 from ..math.distributions import log_softmax, softmax
+from ..math.two_step import two_step_policy
 from ..toy.five_token import P_EOS_AFTER_5
-from ..math.two_step import ANSWERS, CHOICES, two_step_policy
+from ..toy.two_step import ANSWERS, CHOICES
 
 #: The per-token penalties whose gradients :func:`sequence_kl_gradients` returns, beside the answers' KL.
 PER_TOKEN = ("k2_loss", "k3_corrected", "k3_loss", "k1_loss", "k1_reward")
@@ -60,6 +61,7 @@ def _moved(p_eos_after_5: float) -> dict:
     return policy
 
 
+@checked(p_eos_after_5=in_range(0.0, 1.0, low_open=True, high_open=True))
 def sequence_kl_gradients(p_eos_after_5: float = 0.3) -> dict:
     """The exact gradients, in every logit of the two-step toy (``PARAMETERS``), of the answers' KL and
     of each per-token penalty of ``PER_TOKEN`` (see the module's docstring), for pi = the toy with only
@@ -68,8 +70,7 @@ def sequence_kl_gradients(p_eos_after_5: float = 0.3) -> dict:
     "5" alone), ``gradient`` (grad KL, a vector over ``PARAMETERS``), ``per_token`` (each penalty's
     gradient), ``missed`` (each penalty's |g - grad KL| / |grad KL|; 0 when pi = pi_ref) and ``slices`` (each context's
     entries of the vectors)."""
-    p = real_in_range(p_eos_after_5, "p_eos_after_5", 0.0, 1.0, low_open=True, high_open=True)
-    policy, reference = _moved(p), two_step_policy()
+    policy, reference = _moved(p_eos_after_5), two_step_policy()
     where = _slices()
     n = len(PARAMETERS)
     exact = np.zeros(n)
@@ -95,4 +96,4 @@ def sequence_kl_gradients(p_eos_after_5: float = 0.3) -> dict:
     kl_5 = float(softmax(policy["5"]) @ (log_softmax(policy["5"]) - log_softmax(reference["5"])))
     return {"kl": answer_kl(policy, reference), "kl_after_5": kl_5, "gradient": exact, "per_token": per,
             "missed": {name: float(np.linalg.norm(g - exact) / norm) if norm > 0 else 0.0 for name, g in per.items()},
-            "slices": where, "p_eos_after_5": p, "p_eos_after_5_ref": P_EOS_AFTER_5}
+            "slices": where, "p_eos_after_5": p_eos_after_5, "p_eos_after_5_ref": P_EOS_AFTER_5}

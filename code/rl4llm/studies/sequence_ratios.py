@@ -13,7 +13,7 @@ coefficient c_t is set by the ``WEIGHTINGS``:
     "token_clip"   c_t = rho_t, 0 where the clip binds     PPO's clipped surrogate (``ppo_clip.clip_binds``)
     "gspo_clip"    c_t = s, 0 on every token where it binds for s   GSPO's sequence-level clip
     "cispo"        c_t = min(rho_t, eps_max), never 0       CISPO's detached, capped weight
-                                                           (``cispo.cispo_loss``; its ``eps_high`` here is the
+                                                           (``grpo_loss(loss_type="cispo")``; its ``eps_high`` here is the
                                                            absolute cap eps_max, as TRL's ``epsilon_high``)
 
 Every weighting sums over tokens (the constant ``dr_grpo`` aggregation, times the length cap), so that
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import clip_width, integer_at_least, positive_real, real_in_range
+from .._checks import at_least, checked, clip_width, integer_in_range, one_of, positive_real
 from ..math.distributions import log_softmax, softmax
-from .estimator_bias import two_step_task
 from ..math.gradients import policy_gradient_step
-from ..llm.grpo import sequence_ratio
+from ..math.importance_sampling import sequence_ratio
 from ..math.ppo_clip import clip_binds_mask
 from ..toy.five_token import CORRECT, LOGITS, REWARDS
-from .toy_grpo import TWO_STEP_ANSWERS, TWO_STEP_MAX_TOKENS, TWO_STEP_NEXT, two_step_logits
+from ..toy.two_step import CHOICES, MAX_TOKENS, TOKENS, two_step_logits
+from .estimator_bias import two_step_task
 
 WEIGHTINGS = ("sequence_is", "token", "gspo", "token_clip", "gspo_clip", "cispo")
 #: The clip widths of the chapter: PPO's 0.2 for token ratios, GSPO's paper's 3e-4 / 4e-4 for its
@@ -99,76 +99,72 @@ def _chain_from_tokens(tokens: np.ndarray, steps: int, lr: float) -> SequenceTas
                         float(softmax(LOGITS)[CORRECT]))
 
 
-def _steps_lr(steps, lr) -> tuple[int, float]:
-    return integer_at_least(steps, "steps", 0), positive_real(lr, "lr")
+#: The checks of the policy's move: ``steps`` exact ascent steps of size ``lr``.
+_STEPS = dict(steps=at_least(0), lr=positive_real)
 
 
+@checked(L=integer_in_range(1, CHAIN_MAX_EXACT), **_STEPS)
 def chain_sequences(L: int, steps: int = 1, lr: float = 1.0) -> SequenceTask:
     """Every answer of the digit chain of ``L`` tokens (5^L of them, L <= ``CHAIN_MAX_EXACT``): token t
     ~ softmax(z_t), reward the share of 5s. pi_old has the toy's logits at every position; pi has them
     after ``steps`` exact policy-gradient steps of size ``lr`` (chapter 7's ``policy_gradient_step``),
     so each token ratio is the one-step toy's, whatever L."""
-    L = integer_at_least(L, "L", 1)
-    if L > CHAIN_MAX_EXACT:
-        raise ValueError(f"L must be an integer in [1, {CHAIN_MAX_EXACT}] to enumerate (5^L answers); "
-                         f"sample longer chains with sample_chain, got {L}")
     tokens = np.array(list(itertools.product(range(LOGITS.size), repeat=L)))
-    return _chain_from_tokens(tokens, *_steps_lr(steps, lr))
+    return _chain_from_tokens(tokens, steps, lr)
 
 
+@checked(L=at_least(1), n=at_least(1), seed=at_least(0), **_STEPS)
 def sample_chain(L: int, n: int, seed: int, steps: int = 1, lr: float = 1.0) -> SequenceTask:
     """``n`` answers of the digit chain of ``L`` tokens drawn from pi_old (seeded), as a SequenceTask
     (one row per draw): the Monte Carlo counterpart of ``chain_sequences`` for any L."""
-    L, n = integer_at_least(L, "L", 1), integer_at_least(n, "n", 1)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    rng = np.random.default_rng(seed)
     tokens = rng.choice(LOGITS.size, size=(n, L), p=softmax(LOGITS))
-    return _chain_from_tokens(tokens, *_steps_lr(steps, lr))
+    return _chain_from_tokens(tokens, steps, lr)
 
 
 def _two_step_params(steps: int, lr: float) -> dict:
     params = two_step_logits()
     for _ in range(steps):
         flat = two_step_task(params).gradient
-        sizes = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
-        params = {c: params[c] + lr * flat[a:b] for c, a, b in zip(TWO_STEP_NEXT, sizes[:-1], sizes[1:])}
+        sizes = np.cumsum([0] + [len(CHOICES[c]) for c in CHOICES])
+        params = {c: params[c] + lr * flat[a:b] for c, a, b in zip(CHOICES, sizes[:-1], sizes[1:])}
     return params
 
 
+@checked(**_STEPS)
 def two_step_sequences(steps: int = 1, lr: float = 1.0) -> SequenceTask:
     """The seven answers of the two-step "5" / "05" toy (chapters 3, 13, 17), padded to 3 tokens: pi_old
     is the toy, pi is it after ``steps`` exact ascent steps of size ``lr`` on J (all nine logits)."""
-    steps, lr = _steps_lr(steps, lr)
     new, old = _two_step_params(steps, lr), two_step_logits()
-    sizes = np.cumsum([0] + [len(TWO_STEP_NEXT[c]) for c in TWO_STEP_NEXT])
-    start = dict(zip(TWO_STEP_NEXT, sizes[:-1]))
-    answers = tuple(TWO_STEP_ANSWERS)
-    shape = (len(answers), TWO_STEP_MAX_TOKENS)
+    sizes = np.cumsum([0] + [len(CHOICES[c]) for c in CHOICES])
+    start = dict(zip(CHOICES, sizes[:-1]))
+    answers = tuple(TOKENS)
+    shape = (len(answers), MAX_TOKENS)
     logp, logp_old, mask = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     scores = np.zeros(shape + (sizes[-1],))
     for i, answer in enumerate(answers):
-        tokens = TWO_STEP_ANSWERS[answer]
+        tokens = TOKENS[answer]
         for t, token in enumerate(tokens):
             context = "".join(tokens[:t])
-            if context in TWO_STEP_NEXT:                      # a context with one continuation is not a choice
-                k = TWO_STEP_NEXT[context].index(token)
+            if context in CHOICES:                      # a context with one continuation is not a choice
+                k = CHOICES[context].index(token)
                 logp[i, t], logp_old[i, t] = log_softmax(new[context])[k], log_softmax(old[context])[k]
-                columns = slice(start[context], start[context] + len(TWO_STEP_NEXT[context]))
-                scores[i, t, columns] = np.eye(len(TWO_STEP_NEXT[context]))[k] - softmax(new[context])
+                columns = slice(start[context], start[context] + len(CHOICES[context]))
+                scores[i, t, columns] = np.eye(len(CHOICES[context]))[k] - softmax(new[context])
             mask[i, t] = 1.0
     rewards = two_step_task(new).rewards
     return SequenceTask(answers, logp, logp_old, mask, scores, rewards, float(two_step_task(old).probs @ rewards))
 
 
-def _clip_settings(weighting, eps_low, eps_high) -> tuple[float, float]:
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+def _clip_settings(args):
+    """Relation: the weighting's clip widths (its defaults where None); CISPO's ``eps_high`` is its cap, > 0,
+    and it has no ``eps_low``."""
+    weighting, eps_low, eps_high = args["weighting"], args["eps_low"], args["eps_high"]
     default = {"gspo_clip": GSPO_EPS, "cispo": (None, CISPO_MAX)}.get(weighting, TOKEN_EPS)
     if weighting == "cispo" and eps_low is not None:
         raise ValueError(f"eps_low must be None for cispo, whose cap eps_high is one-sided, got {eps_low!r}")
-    low = default[0] if eps_low is None else clip_width(eps_low, "eps_low")
-    high = default[1] if eps_high is None else real_in_range(eps_high, "eps_high", 0.0, np.inf, low_open=True,
-                                                             high_open=True)
-    return low, high
+    args["eps_low"] = default[0] if eps_low is None else clip_width(eps_low, "eps_low")
+    args["eps_high"] = default[1] if eps_high is None else positive_real(eps_high, "eps_high")
 
 
 def token_coefficients(logp, logp_old, mask, advantages, weighting: str, eps_low: float, eps_high: float
@@ -200,13 +196,19 @@ def _estimates(task: SequenceTask, weighting: str, eps_low: float, eps_high: flo
     return X, zero
 
 
-def _check_task(task) -> SequenceTask:
+def _check_task(task, name: str = "task") -> SequenceTask:
+    """Rule: a :class:`SequenceTask`."""
     if not isinstance(task, SequenceTask):
-        raise ValueError("task must be a SequenceTask (chain_sequences, sample_chain or two_step_sequences), "
+        raise ValueError(f"{name} must be a SequenceTask (chain_sequences, sample_chain or two_step_sequences), "
                          f"got {type(task).__name__}")
     return task
 
 
+#: The checks of the estimate's arguments.
+_WEIGHTING = dict(task=_check_task, weighting=one_of(WEIGHTINGS))
+
+
+@checked(_clip_settings, **_WEIGHTING)
 def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None = None,
                        eps_high: float | None = None) -> dict:
     """The exact moments of one answer's estimate X under pi_old, every answer of ``task`` enumerated
@@ -216,10 +218,8 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
     the clip binds (tokens of answers with A = 0 excluded from the count, as they carry no gradient under
     any weighting). Clip widths default to ``TOKEN_EPS`` or ``GSPO_EPS``, CISPO's cap (``eps_high``) to
     ``CISPO_MAX``."""
-    task = _check_task(task)
-    low, high = _clip_settings(weighting, eps_low, eps_high)
     p_old = task.probs_old
-    X, zero = _estimates(task, weighting, low, high)
+    X, zero = _estimates(task, weighting, eps_low, eps_high)
     mean = p_old @ X
     grad = task.gradient
     bias = mean - grad
@@ -232,18 +232,17 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
             "zero_share": float(p_old @ clipped.sum(axis=1) / (p_old @ counted.sum(axis=1)))}
 
 
+@checked(_clip_settings, **_WEIGHTING)
 def sample_reweighted(task: SequenceTask, weighting: str, eps_low: float | None = None,
                       eps_high: float | None = None) -> dict:
     """The Monte Carlo counterpart of ``reweighted_moments`` on answers drawn from pi_old (``sample_chain``):
     the sample ``mean`` with its ``mean_se`` (per logit), the sample ``variance`` (trace, ddof 1) with its
     standard error ``variance_se`` (the standard error of the mean of |X - mean|^2) and ``zero_share``.
     The baseline is the task's exact J(pi_old), as in the enumeration."""
-    task = _check_task(task)
-    low, high = _clip_settings(weighting, eps_low, eps_high)
     n = task.rewards.size
     if n < 2:
         raise ValueError(f"task must hold at least 2 sampled answers, got {n}")
-    X, zero = _estimates(task, weighting, low, high)
+    X, zero = _estimates(task, weighting, eps_low, eps_high)
     mean = X.mean(axis=0)
     squared = ((X - mean) ** 2).sum(axis=1)
     counted = task.mask * (task.rewards != task.baseline)[:, None]

@@ -26,8 +26,9 @@ from dataclasses import replace
 import torch
 
 from .._checks import checked, integer_at_least, positive_real
-from ..llm.grpo import group_advantages
 from ..llm.kl_placement import KLInLoss, KLInReward
+from ..llm.objectives import EPS_MAX
+from ..math.credit import group_advantages
 from .plumbing import quiet
 from ..llm.model import GPT
 from ..llm.ratios import ImportanceRatio
@@ -87,13 +88,13 @@ FIXED = {
 }
 
 
-def cispo_trl_kwargs(eps_max: float = 5.0) -> dict:
-    """The ``trl.GRPOConfig`` fields of CISPO with the cap ``eps_max`` (chapter 18; ``rl4llm.llm.cispo``):
+@checked(eps_max=positive_real)
+def cispo_trl_kwargs(eps_max: float = EPS_MAX) -> dict:
+    """The ``trl.GRPOConfig`` fields of CISPO with the cap ``eps_max`` (chapter 18; ``rl4llm.llm.objectives``):
     ``loss_type="cispo"`` and ``epsilon_high=eps_max``, the cap itself, since TRL 1.16 computes the
     weight as ``clamp(coef_1, max=epsilon_high)`` (a clip-higher width such as DAPO's 0.28 would cap
     every weight at 0.28). TRL's ``epsilon`` (the lower width) plays no part in CISPO's loss."""
-    cap = positive_real(eps_max, "eps_max")
-    return {"loss_type": "cispo", "epsilon_high": cap}
+    return {"loss_type": "cispo", "epsilon_high": eps_max}
 
 
 @checked(strategies_agree, **STRATEGY_RULES)

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 import torch
 
 from .._checks import finite_real, integer_at_least
-from ..llm.grpo import group_advantages, grpo_loss
+from ..llm.grpo import grpo_loss
 from ..llm.kl_placement import KLInLoss
+from ..math.credit import group_advantages
 from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
-from ..math.loss_types import LOSS_TYPES, loss_type_names
+from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
 from ..llm.ratios import ImportanceRatio
 from ..llm.tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
@@ -179,7 +180,13 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig, **strategies) -> 
     return float(loss.detach()), book_layout(model, dict(zip(params, grads))), metrics
 
 
-def compare_losses(model: GPT, config: GRPOConfig, loss_types=tuple(LOSS_TYPES), *, seed: int = 0,
+#: The registered loss types TRL 1.16's ``GRPOTrainer`` also computes (its ``loss_type`` values): the ones a
+#: parity check can compare (a loss type the book adds and TRL lacks has no TRL side).
+TRL_LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo", "cispo")
+
+
+def compare_losses(model: GPT, config: GRPOConfig,
+                   loss_types=tuple(t for t in loss_types_with("clip") if t in TRL_LOSS_TYPES), *, seed: int = 0,
                    perturbation: float = 0.3, kl: KLInLoss = KLInLoss(),
                    ratio: ImportanceRatio = ImportanceRatio()) -> list[dict]:
     """The same loss on the same batch, ours and TRL's, for each of ``loss_types`` (chapter 16).
