@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .syllabus import POINTS, RUBRICS, assigned, kind
+
 SOLUTION_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"      # nbgrader's default for Python
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution)\}[ \t]*(?P<arg>.*)$")
@@ -237,7 +239,6 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
     ``= value``, between them) and a locked, graded test cell that fails with ``rl4llm.exercises``'s
     verdict; a written exercise or an experiment is its text with its rubric and a manually graded
     answer cell worth the rubric's points."""
-    from .syllabus import POINTS, RUBRICS, assigned, kind     # the syllabus builds on this module's Exercise
     title, numbers = PARTS[part]
     chosen = [e for path in chapters if chapter_number(path) in numbers for e in assigned(exercises(path))]
     listed = {k: ", ".join(e.number for e in chosen if kind(e) == k) or "none" for k in POINTS}

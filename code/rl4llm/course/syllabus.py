@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .assignments import Exercise
-
 KINDS = ("by hand", "coding", "written", "experiment")
 
 #: How each kind is handed in and graded.
@@ -327,12 +325,13 @@ PROJECT = Project(
 )
 
 
-def kind(exercise: Exercise) -> str:
-    """The exercise's kind: its title's, or :data:`UNTITLED_KINDS`'s."""
+def kind(exercise) -> str:
+    """The kind of ``exercise`` (an :class:`~rl4llm.course.assignments.Exercise`, which builds on this module
+    and so is not imported here): its title's, or :data:`UNTITLED_KINDS`'s."""
     return exercise.kind or UNTITLED_KINDS[exercise.label]
 
 
-def points(exercise: Exercise) -> int:
+def points(exercise) -> int:
     return POINTS[kind(exercise)]
 
 
@@ -340,7 +339,7 @@ def total(rubric) -> int:
     return sum(criterion.points for criterion in rubric)
 
 
-def assigned(chapter_exercises: list[Exercise]) -> list[Exercise]:
+def assigned(chapter_exercises: list) -> list:
     """What the syllabus assigns from one chapter: every by-hand and coding exercise (checked
     automatically), its first written exercise and its first experiment (graded by hand)."""
     chosen = [e for e in chapter_exercises if kind(e) in ("by hand", "coding")]
