@@ -16,8 +16,9 @@ pytest.importorskip("altair")
 from rl4llm import CORRECT, LOGITS, VOCAB, decode_probs, sft_step, softmax  # noqa: E402
 from rl4llm.viz import charts  # noqa: E402
 from rl4llm.viz.charts import Slider, bar_chart, chart_rows, chart_sliders, from_csv, grid, to_csv  # noqa: E402
-from rl4llm.viz.part1 import (DECODING, LEARNING_RATE, TEMPERATURE, decoding_chart,  # noqa: E402
-                              distribution_chart, sft_step_chart)
+from rl4llm.viz.decoding import DECODING, decoding_chart  # noqa: E402
+from rl4llm.viz.distribution import TEMPERATURE, distribution_chart  # noqa: E402
+from rl4llm.viz.sft import LEARNING_RATE, sft_step_chart  # noqa: E402
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -26,8 +27,8 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 from rl4llm.studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
 from rl4llm.studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
 from rl4llm.studies.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
-from rl4llm.viz import estimator_charts as ec  # noqa: E402
-from rl4llm.viz import sequence_charts as sc  # noqa: E402
+from rl4llm.viz import estimators as ec  # noqa: E402
+from rl4llm.viz import sequence_ratios as sc  # noqa: E402
 
 ONE_STEP, TWO_STEP = one_step_task(), two_step_task()
 
@@ -282,7 +283,8 @@ from rl4llm import (TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_ob
                     clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
 from rl4llm.math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402
 from rl4llm.studies.toy_grpo import grpo_slider_run  # noqa: E402
-from rl4llm.viz import part1, part2, part3, part3_grpo  # noqa: E402
+from rl4llm.viz import (baselines, critic_gae, forward_kl, grpo_toy, importance_sampling, monte_carlo,  # noqa: E402
+                        on_policy_loop, score_function, sequences, trust_region_ppo)
 
 
 @lru_cache(maxsize=1)
@@ -312,15 +314,15 @@ def _seed_errors():
 
 def test_the_seeds_chart_adds_runs_to_one_study():
     """More seeds extend the same runs: the chart's points at n are the first n of its points at n + 1."""
-    rows = chart_rows(part2.seeds_chart().to_dict())
+    rows = chart_rows(monte_carlo.seeds_chart().to_dict())
     runs = {n: [row["s0"] for row in rows if row["n_seeds"] == n] for n in (2, 8, 9, 128)}
     assert runs[8] == runs[9][:8] == runs[128][:8] and runs[2] == runs[128][:2]
 
 
 def _baseline_x():
     """The slider's b, and every grader's mean reward J and optimal b* (the chart marks both)."""
-    marks = [f(LOGITS, REWARDS + offset) for offset in part2.OFFSET.values for f in (expected_reward, optimal_baseline)]
-    return np.unique(np.round(np.r_[part2.BASELINE.values, marks], 10))
+    marks = [f(LOGITS, REWARDS + offset) for offset in baselines.OFFSET.values for f in (expected_reward, optimal_baseline)]
+    return np.unique(np.round(np.r_[baselines.BASELINE.values, marks], 10))
 
 
 def _baseline(offset):
@@ -332,7 +334,7 @@ def _baseline(offset):
 
 
 def test_the_baseline_chart_marks_the_mean_and_the_optimum_of_every_grader():
-    rows = chart_rows(part2.baseline_chart().to_dict())
+    rows = chart_rows(baselines.baseline_chart().to_dict())
     for offset in (0.0, 0.25, 10.0):
         at = [row for row in rows if row["offset"] == offset]
         (mean,) = [row["x"] for row in at if row["s1"] == row["s1"]]          # not NaN: the one marked point
@@ -352,29 +354,29 @@ def _learning(G, lr):
 #: 0..8 step 0.25; ch8: offset 0..10 step 0.5, b -1..11 step 0.1; ch9: G 1..32, lr 0.25..4 step 0.25),
 #: the discrete sliders and the chart's opening setting (the figure the text discusses).
 LINE_CHARTS = {
-    "03_sequences": (part1.two_spellings_chart, [part1.P_5_AFTER_0], part1.PI_0,
-                     lambda p_5_after_0: (part1.PI_0.values, [[two_spellings(q, p_5_after_0)[k] for q in part1.PI_0.values]
+    "03_sequences": (sequences.two_spellings_chart, [sequences.P_5_AFTER_0], sequences.PI_0,
+                     lambda p_5_after_0: (sequences.PI_0.values, [[two_spellings(q, p_5_after_0)[k] for q in sequences.PI_0.values]
                                                               for k in ("5", "05", "correct")]),
                      {"pi_0": 21, "p_5_after_0": 21}, set(), {"pi_0": 0.1, "p_5_after_0": 0.2}),
-    "05_forward_kl": (part1.training_curves_chart, [part1.TRAINING_LR], None,
+    "05_forward_kl": (forward_kl.training_curves_chart, [forward_kl.TRAINING_LR], None,
                       lambda lr: (np.arange(26), [training_curves(lr, 25)[f"{run}_{k}"] for run in ("sft", "rl")
                                                   for k in ("5", "05", "5_after_0")]),
                       {"lr": 50}, set(), {"lr": 1.0}),
-    "06_monte_carlo": (part2.jhat_chart, [part2.JHAT_G], None,
+    "06_monte_carlo": (monte_carlo.jhat_chart, [monte_carlo.JHAT_G], None,
                        lambda G: (lambda s: (s["values"], [s["frequencies"], s["law"], 2 * s["frequency_standard_errors"]]))(
                            jhat_study(G, 0.2, 20_000, 0)),
                        {"G": 64}, {"G"}, {"G": 4}),
-    "06_monte_carlo/seeds": (part2.seeds_chart, [part2.N_SEEDS], None, _seeds, {"n_seeds": 127}, {"n_seeds"},
+    "06_monte_carlo/seeds": (monte_carlo.seeds_chart, [monte_carlo.N_SEEDS], None, _seeds, {"n_seeds": 127}, {"n_seeds"},
                              {"n_seeds": 8}),
-    "06_monte_carlo/seed_errors": (part2.seeds_error_chart, [], part2.N_SEEDS, _seed_errors, {"n_seeds": 127},
+    "06_monte_carlo/seed_errors": (monte_carlo.seeds_error_chart, [], monte_carlo.N_SEEDS, _seed_errors, {"n_seeds": 127},
                                    {"n_seeds"}, {"n_seeds": 8}),
-    "07_score_function": (part2.steps_chart, [], part2.STEP_LR,
-                          lambda: (part2.STEP_LR.values, [rl_and_sft_steps(part2.STEP_LR.values)[k][:, CORRECT]
+    "07_score_function": (score_function.steps_chart, [], score_function.STEP_LR,
+                          lambda: (score_function.STEP_LR.values, [rl_and_sft_steps(score_function.STEP_LR.values)[k][:, CORRECT]
                                                           for k in ("pi_rl", "pi_sft")]),
                           {"lr": 33}, set(), {"lr": 1.0}),
-    "08_baselines": (part2.baseline_chart, [part2.OFFSET], part2.BASELINE, _baseline, {"offset": 21, "b": 121},
+    "08_baselines": (baselines.baseline_chart, [baselines.OFFSET], baselines.BASELINE, _baseline, {"offset": 21, "b": 121},
                      set(), {"offset": 10.0, "b": 0.0}),
-    "09_on_policy_loop": (part2.learning_chart, [part2.LEARNING_G, part2.LEARNING_LR], None, _learning,
+    "09_on_policy_loop": (on_policy_loop.learning_chart, [on_policy_loop.LEARNING_G, on_policy_loop.LEARNING_LR], None, _learning,
                           {"G": 32, "lr": 16}, {"G"}, {"G": 8, "lr": 1.0}),
 }
 
@@ -409,18 +411,18 @@ def _grpo(**setting):
 #: 0.05..1 step 0.05; ch13 G 2..32 step 2, eps 0.05..0.9 step 0.05, lr 10^-1..10^0.7 step 0.1 (18 positions),
 #: ch14 beta 0..2 step 0.1.
 PART3_CHARTS = {
-    "10_importance_sampling": (part3.drift_chart, list(part3.DRIFT), None, _drift, {"drift": 19, "G": 32}, {"G"},
+    "10_importance_sampling": (importance_sampling.drift_chart, list(importance_sampling.DRIFT), None, _drift, {"drift": 19, "G": 32}, {"G"},
                                {"drift": 0.5, "G": 8}),
-    "11_trust_region_ppo/clip": (part3.clip_chart, [part3.CLIP_EPS], None, _clip, {"eps": 10}, set(), {"eps": 0.2}),
-    "11_trust_region_ppo/inner": (part3.inner_steps_chart, [part3.CLIP_EPS], part3.INNER_K, _inner,
+    "11_trust_region_ppo/clip": (trust_region_ppo.clip_chart, [trust_region_ppo.CLIP_EPS], None, _clip, {"eps": 10}, set(), {"eps": 0.2}),
+    "11_trust_region_ppo/inner": (trust_region_ppo.inner_steps_chart, [trust_region_ppo.CLIP_EPS], trust_region_ppo.INNER_K, _inner,
                                   {"eps": 10, "K": 24}, {"K"}, {"eps": 0.2, "K": 12}),
-    "12_critic_gae": (part3.gae_chart, list(part3.GAE), None,
+    "12_critic_gae": (critic_gae.gae_chart, list(critic_gae.GAE), None,
                       lambda lam, gamma: (np.arange(3), advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma,
                                                                         lams=(0.0, lam, 1.0))["advantages"]),
                       {"lam": 21, "gamma": 20}, set(), {"lam": 0.5, "gamma": 1.0}),
-    **{f"{page}/{name}": (lambda name=name: part3_grpo.grpo_run_chart(name), [s], None, _grpo, {name: widget},
+    **{f"{page}/{name}": (lambda name=name: grpo_toy.grpo_run_chart(name), [s], None, _grpo, {name: widget},
                           {"G"} & {name}, {name: s.default})
-       for (name, s), widget, page in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21),
+       for (name, s), widget, page in zip(grpo_toy.GRPO_SLIDERS.items(), (16, 18, 18, 21),
                                           ("13_grpo_toy",) * 3 + ("14_grpo_choices",))},
 }
 LINE_CHARTS.update(PART3_CHARTS)
@@ -522,12 +524,12 @@ PART5_LINES = {
 }
 # chapter 20: the spread of a sequence's capped weight, from the closed form (rl4llm.llm.sampler_study)
 from rl4llm.llm.sampler_study import CAP_RULES, lognormal_weight_moments  # noqa: E402
-from rl4llm.viz import sampler_charts  # noqa: E402
+from rl4llm.viz import sampler_trainer  # noqa: E402
 
 PART5_LINES["20_sampler_trainer"] = (
-    sampler_charts.weight_chart, [sampler_charts.LENGTH, sampler_charts.CAP], None,
-    lambda L, cap: (sampler_charts.SIGMA, [[np.sqrt(lognormal_weight_moments(s * np.sqrt(L), cap, rule)[1])
-                                            for s in sampler_charts.SIGMA] for rule in CAP_RULES]),
+    sampler_trainer.weight_chart, [sampler_trainer.LENGTH, sampler_trainer.CAP], None,
+    lambda L, cap: (sampler_trainer.SIGMA, [[np.sqrt(lognormal_weight_moments(s * np.sqrt(L), cap, rule)[1])
+                                            for s in sampler_trainer.SIGMA] for rule in CAP_RULES]),
     None, {"L"}, {"L": 4, "cap": 3.0})
 LINE_CHARTS.update(PART5_LINES)        # the tests below check every line chart of the book
 #: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
@@ -584,34 +586,34 @@ def test_the_stored_line_charts_are_the_ones_the_library_builds(line_built):
 
 def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_grid():
     on = lambda slider, v: np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9))
-    assert on(part1.PI_0, 0.1) and on(part1.P_5_AFTER_0, 0.9)                                  # ex-ch03-talkative
-    assert all(on(part1.PI_0, v) for v in (0.15, 0.2)) and on(part1.P_5_AFTER_0, 1.0)          # ex-ch03-sliders
-    assert all(on(part1.TRAINING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))                         # ex-ch05-slider
-    assert all(on(part2.JHAT_G, G) for G in (4, 13, 14, 16, 64))                               # ex-ch06-bell
-    assert on(part2.STEP_LR, 1.0) and on(part2.STEP_LR, 5.0)                                    # ex-ch07-slider
-    assert on(part2.OFFSET, 0.0) and on(part2.OFFSET, 10.0)                                     # ex-ch08-overshoot
-    assert all(on(part2.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
-    assert on(part2.LEARNING_G, 8) and all(on(part2.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
+    assert on(sequences.PI_0, 0.1) and on(sequences.P_5_AFTER_0, 0.9)                                  # ex-ch03-talkative
+    assert all(on(sequences.PI_0, v) for v in (0.15, 0.2)) and on(sequences.P_5_AFTER_0, 1.0)          # ex-ch03-sliders
+    assert all(on(forward_kl.TRAINING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))                         # ex-ch05-slider
+    assert all(on(monte_carlo.JHAT_G, G) for G in (4, 13, 14, 16, 64))                               # ex-ch06-bell
+    assert on(score_function.STEP_LR, 1.0) and on(score_function.STEP_LR, 5.0)                                    # ex-ch07-slider
+    assert on(baselines.OFFSET, 0.0) and on(baselines.OFFSET, 10.0)                                     # ex-ch08-overshoot
+    assert all(on(baselines.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
+    assert on(on_policy_loop.LEARNING_G, 8) and all(on(on_policy_loop.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
 
 
 # ----------------------------------------------------------------------------- chapters 10-14
 def test_chapter_10_to_14_sliders_reach_their_live_widgets_ends_and_the_positions_the_text_names():
     on = lambda slider, *vs: all(np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9)) for v in vs)
-    drift, G = part3.DRIFT
+    drift, G = importance_sampling.DRIFT
     assert (drift.start, drift.stop) == (0.05, 0.95) and on(drift, 0.05, 0.1, 0.2, 0.5, 0.8, 0.95)  # ex-ch10-drift
     assert on(G, 1, 8, 16, 32) and list(G.values) == list(range(1, 33))
-    assert on(part3.CLIP_EPS, 0.05, 0.1, 0.2, 0.3, 0.5)                                  # ex-ch11-long-reuse
-    assert list(part3.INNER_K.values) == list(range(1, 25)) and part3.INNER_K.positions == 24
-    lam, gamma = part3.GAE                                                              # ex-ch12-equal-credit
+    assert on(trust_region_ppo.CLIP_EPS, 0.05, 0.1, 0.2, 0.3, 0.5)                                  # ex-ch11-long-reuse
+    assert list(trust_region_ppo.INNER_K.values) == list(range(1, 25)) and trust_region_ppo.INNER_K.positions == 24
+    lam, gamma = critic_gae.GAE                                                              # ex-ch12-equal-credit
     assert on(lam, 0.0, 0.5, 0.65, 0.675, 0.7, 1.0) and on(gamma, 0.7, 0.75, 0.775, 0.8, 1.0)
     assert gamma.start < gamma.stop and gamma.default == gamma.stop    # gamma runs upward, opens at 1
-    s = part3_grpo.GRPO_SLIDERS                                   # chapters 13 and 14's text, ex-ch14-leash
+    s = grpo_toy.GRPO_SLIDERS                                   # chapters 13 and 14's text, ex-ch14-leash
     assert on(s["G"], 2, 8, 32) and on(s["eps"], 0.05, 0.15, 0.5, 0.9) and on(s["lr"], 0.1, 0.5, 1.0, 3.0, 5.0)
     assert on(s["beta"], 0.0, 0.5, 2.0) and s["beta"].positions >= 21
 
 
 def test_the_drift_charts_notes_are_the_librarys():
-    notes = part3.drift_notes(0.5, 8)
+    notes = importance_sampling.drift_notes(0.5, 8)
     d = drift_case(0.5, 8)
     assert notes == {"stale 5 adds ρ(5)/G": d["ratio"] / 8, "P(no stale 5)": d["p_no_correct"],
                      "variance stale ÷ fresh": drift_variance_ratio([0.5])[0]}
@@ -628,7 +630,7 @@ def test_the_inner_steps_chart_reads_a_run_of_K_steps_at_its_marker():
 
 def test_grpo_run_chart_refuses_an_unknown_slider():
     with pytest.raises(ValueError, match="name must be one of"):
-        part3_grpo.grpo_run_chart("K")
+        grpo_toy.grpo_run_chart("K")
 
 
 def test_a_label_with_a_quote_is_a_valid_vega_string():

@@ -12,11 +12,18 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from rl4llm.viz import apply_style  # noqa: E402
 from rl4llm.viz.inplace import kept  # noqa: E402
-from rl4llm.viz.part1 import (draw_decoding, draw_distribution, draw_sft_step, draw_training_curves,  # noqa: E402
-                              draw_two_spellings)
-from rl4llm.viz.part2 import draw_baseline, draw_jhat, draw_learning, draw_seeds, draw_steps  # noqa: E402
-from rl4llm.viz.part3 import draw_clip, draw_drift, draw_inner_steps  # noqa: E402
-from rl4llm.viz.part3_grpo import draw_grpo_run  # noqa: E402
+from rl4llm.viz.decoding import draw_decoding  # noqa: E402
+from rl4llm.viz.distribution import draw_distribution  # noqa: E402
+from rl4llm.viz.forward_kl import draw_training_curves  # noqa: E402
+from rl4llm.viz.sequences import draw_two_spellings  # noqa: E402
+from rl4llm.viz.sft import draw_sft_step  # noqa: E402
+from rl4llm.viz.baselines import draw_baseline  # noqa: E402
+from rl4llm.viz.monte_carlo import draw_jhat, draw_seeds  # noqa: E402
+from rl4llm.viz.on_policy_loop import draw_learning  # noqa: E402
+from rl4llm.viz.score_function import draw_steps  # noqa: E402
+from rl4llm.viz.importance_sampling import draw_drift  # noqa: E402
+from rl4llm.viz.trust_region_ppo import draw_clip, draw_inner_steps  # noqa: E402
+from rl4llm.viz.grpo_toy import draw_grpo_run  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- in-place redraws

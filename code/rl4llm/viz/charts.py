@@ -23,8 +23,8 @@ in Colab and in VS Code.
 
 What follows the slider for a screen reader: each bar's description (its category and value); in the
 static book ``_ext/vega_charts.py`` also sets the slider's ``aria-valuetext`` and rewrites the chart's
-description (the chart's title and every bar's value) at each move. The slider figures of chapters 1, 2
-and 4 are built in ``rl4llm.viz.part1``.
+description (the chart's title and every bar's value) at each move. Each chapter's charts are built in its
+own module (chapter 1's in ``rl4llm.viz.distribution``).
 """
 from __future__ import annotations
 

@@ -10,7 +10,29 @@ from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, 
 from .charts import Slider, line_chart
 from .style import PALETTE
 
+
+#: One colour per run of :data:`rl4llm.llm.run_reading.RUNS`.
+RUN_COLORS = {"healthy": PALETTE["blue"], "learning rate too high": PALETTE["vermillion"],
+              "every group flat": PALETTE["black"]}
+
+
+def draw_metrics(fig, runs: dict, panels, title: str) -> None:
+    """One panel per ``(metric, axis label)`` of ``panels``, side by side, against the GRPO step: every
+    seed of every run of ``runs`` (``{name: [trainer, ...]}``), one colour per run, a legend below."""
+    axes = fig.subplots(1, len(panels), sharex=True)
+    for ax, (key, label) in zip(axes, panels):
+        for name, trainers in runs.items():
+            for i, trainer in enumerate(trainers):
+                ax.plot(trainer.metrics["step"], trainer.metrics[key], color=RUN_COLORS[name], lw=1.2, alpha=0.8,
+                        ls="--" if name == "every group flat" else "-", label=name if i == 0 else None)
+        ax.set(xlabel="GRPO step", ylabel=label)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(len(panels) / 2 + 0.2, -0.25), ncol=len(runs), fontsize=9)
+    fig.suptitle(title)
+    fig.subplots_adjust(wspace=0.4, bottom=0.3)
+
+
 GB = 1e9
+
 #: The parts that depend on the model only (the model state), and those that depend on the batch.
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
 
@@ -19,18 +41,26 @@ STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "referenc
 #: 400 Gb/s InfiniBand link (50 GB/s).
 RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "bandwidth_efficiency": 0.6, "link_bandwidth": 50e9,
        "gpus": 16}
+
 #: The KV cache of a token at 7B, in Qwen2.5-7B's grouped-query shape (28 layers, 4 key-value heads of 128,
 #: bf16): 57,344 bytes. The time charts scale it with the model's size (:func:`kv_bytes`).
 KV_AT_7B = kv_bytes_per_token(28, 4, 128)
 
 GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
+
 STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 3, fmt="d")   # opens sharded: at stage 0 the GPUs change nothing
+
 GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
+
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
+
 #: Up to 36B: from about 39B on, the bf16 weights leave an 80 GB sampler no room for one sequence's cache.
 MODEL_SIZE = Slider("billions", "billions of parameters", 1, 36, 1, 7, fmt="d")
+
 GROUPS = np.arange(2, 66, 2)
+
 ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 1, 15, 1, 8, fmt="d")
+
 STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
 
 

@@ -4,33 +4,40 @@ sharpens the policy (``rl4llm.viz.charts``).
 
 Each chart stores the library's numbers (``sequence_ratios.reweighted_moments``,
 ``dynamic_sampling.draws_per_kept_group``, ``pass_at_k.pass_at_k``) at every position of its sliders;
-the reader's browser redraws from them with no kernel.
-"""
+the reader's browser redraws from them with no kernel."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
 
-from ..studies.dynamic_sampling import draws_per_kept_group
 from ..math.pass_at_k import pass_at_k
-from ..studies.sequence_ratios import CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences, reweighted_moments
+from ..studies.dynamic_sampling import draws_per_kept_group
+from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences,
+                                       reweighted_moments)
 from .charts import Slider, bar_chart, grid, line_chart
+
 
 #: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.
 LENGTH = Slider("L", "length L (tokens)", 1, CHAIN_MAX_EXACT, 1, CHAIN_MAX_EXACT, fmt="d")
+
 LEAD = Slider("steps", "steps pi is ahead", 0, 4, 1, 2, fmt="d")
+
 #: The chapter's step size for the lead (chapter 7's exact step).
 LEAD_LR = 0.5
+
 #: Each weighting's label on the charts (short enough for a 390 px screen).
 WEIGHTING_LABELS = ("product", "token", "GSPO", "PPO", "GSPO clip", "CISPO")
+
 #: The clips whose zeroed share the chapter compares: (label, weighting, eps_low, eps_high): PPO's token
 #: clip at 0.2, GSPO's sequence clip at its paper's narrow widths and at PPO's wide one, CISPO's cap
 #: (``CISPO_MAX``, one-sided: no eps_low). A label holds no dot (Vega would read it as a nested field).
 CLIPS = (("PPO token", "token_clip") + TOKEN_EPS, ("GSPO narrow", "gspo_clip") + GSPO_EPS,
          ("GSPO wide", "gspo_clip") + TOKEN_EPS, ("CISPO", "cispo", None, CISPO_MAX))
+
 #: DAPO's group size (every value) and the pass@k chart's training step.
 GROUP = Slider("G", "group size G", 2, 16, 1, 8, fmt="d")
+
 P_RIGHT = np.round(np.arange(1, 50) / 50, 2)
 
 

@@ -1,17 +1,15 @@
-"""Figures and tables for chapters 13 and 14 (GRPO on the toy, and its choices) and chapter 21 (every
-method in one place)."""
+"""Chapter 13's figures and charts: GRPO, assembled on the toy (``book/13_grpo_toy.ipynb``)."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.colors import to_rgb
 
 from ..math.statistics import noise_floor
 from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
 from .charts import Slider, line_chart
 from .inplace import kept, relayout
-from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
+from .style import CORRECT_COLOR, PALETTE
 
 
 def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: float = 0.0) -> None:
@@ -108,60 +106,6 @@ def draw_per_token_ratios(fig, result: dict, answers, eps_low: float = 0.2) -> N
     fig.tight_layout()
 
 
-def draw_aggregation(fig, weights: dict, labels, lengths) -> None:
-    """Per-token weight w_i = -d loss / d logp_it that each loss_type gives each answer (chapter 14).
-
-    ``weights``: loss_type -> ``aggregation_weights`` result.
-    """
-    ax = fig.add_subplot(1, 1, 1)
-    x = np.arange(len(labels))
-    width = 0.8 / len(weights)
-    for j, (loss_type, res) in enumerate(weights.items()):
-        ax.bar(x + (j - (len(weights) - 1) / 2) * width, res["per_token"], width, label=loss_type,
-               color=LINE_COLORS[j], edgecolor="black", linewidth=0.5)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, [f"{lab}\n{n} tokens" for lab, n in zip(labels, lengths)])
-    ax.set_ylabel("weight on each token's ∇ log π")
-    ax.set_title("'grpo' pushes long answers' tokens less, right or wrong", fontsize=11)
-    ax.legend(title="loss_type", fontsize=9)
-    fig.tight_layout()
-
-
-def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
-    steps = np.arange(curves.shape[1])
-    ax.plot(steps, curves.mean(axis=0), color=color, label=label, linestyle=linestyle, linewidth=2)
-    if curves.shape[0] > 1:
-        low, high = np.quantile(curves, [0.1, 0.9], axis=0)
-        ax.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
-
-
-def draw_entropy_collapse(fig, runs: dict) -> None:
-    """Entropy and pi(5) over training: every seed as a thin line, their mean as a thick one.
-
-    ``runs``: label -> ``run_over_seeds(grpo_toy_run, ...)`` result (chapter 14). Each seed is
-    drawn because such runs can be bimodal (some seeds escape a stuck start, others never do), and
-    a mean or a band would then sit where no run is.
-    """
-    left, right = fig.subplots(1, 2, sharex=True)
-    for j, (label, run) in enumerate(runs.items()):
-        for ax, key in ((left, "entropy"), (right, "pi_correct")):
-            curves = run[key]
-            steps = np.arange(curves.shape[1])
-            light = tuple(0.5 * np.array(to_rgb(LINE_COLORS[j])) + 0.5)   # no alpha: a small PNG
-            ax.plot(steps, curves.T, color=light, linewidth=0.8, antialiased=False)
-            ax.plot(steps, curves.mean(axis=0), color=LINE_COLORS[j], linewidth=2.2,
-                    label=f"{label} (mean of {curves.shape[0]})")
-    left.set_xlabel("GRPO step")
-    left.set_ylabel("entropy H(π) (nats)")
-    left.set_title("entropy over training", fontsize=10)
-    right.set_xlabel("GRPO step")
-    right.set_ylabel("π(5)")
-    right.set_ylim(0, 1.02)
-    right.set_title("π(5) over training (thin: one seed each)", fontsize=10)
-    right.legend(fontsize=7.5)
-    fig.tight_layout()
-
-
 def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
     """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapters 13 and 14).
 
@@ -204,21 +148,6 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
     return "\n".join(lines) + "\n"
 
 
-def draw_method_curves(fig, curves: dict) -> None:
-    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 21)."""
-    ax = fig.add_subplot(1, 1, 1)
-    styles = ["-", "--", "-", "-.", "-", "-"]
-    for j, (name, c) in enumerate(curves.items()):
-        color = CORRECT_COLOR if name == "GRPO" else LINE_COLORS[j % len(LINE_COLORS)]
-        _band(ax, c, color, f"{name} ({c.shape[0]} run{'s' if c.shape[0] > 1 else ''})", styles[j % len(styles)])
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("update step (each RL step samples one group of 8)")
-    ax.set_ylabel("π(5)")
-    ax.set_title("every method raises π(5) on the toy", fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-
-
 # ----------------------------------------------------------------------------- live charts (chapters 13 and 14)
 #: The four sliders of chapters 13 (G, eps, lr) and 14 (beta), each on its own chart: every G from 2 to 32,
 #: epsilon from 0.05 to 0.9 in steps of 0.025, the learning rate from 0.1 to 5 in steps of 0.1, beta from 0 to
@@ -229,8 +158,10 @@ GRPO_SLIDERS = {
     "lr": Slider("lr", "lr", 0.1, 5.0, 0.1, 1.0, fmt=".1f"),
     "beta": Slider("beta", "β", 0.0, 2.0, 0.05, 0.0),
 }
+
 #: The series of a run, in the chart's order.
 GRPO_SERIES = ["π(5)", "entropy H(π) (nats)", "KL(π ‖ π_ref) (nats)", "clip fraction, last inner step"]
+
 #: The curves and the notes of a chart read the same run: each run once.
 _slider_run = lru_cache(maxsize=None)(grpo_slider_run)
 

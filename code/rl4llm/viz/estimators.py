@@ -3,24 +3,28 @@ cap, and the three KL estimators' bias and spread as the policy moves (``rl4llm.
 
 Each chart stores the library's numbers (``estimator_bias.estimator_moments``,
 ``kl_leashes.kl_estimator_moments``) at every position of its sliders; the reader's browser redraws
-from them with no kernel.
-"""
+from them with no kernel."""
 from __future__ import annotations
 
-import math
 from functools import lru_cache
+import math
 
 from ..studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task
 from ..studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy
 from .charts import Slider, bar_chart, grid
 
+
 #: The one-step toy's group size: every value from 2 (RLOO needs one other answer) to 16.
 G_ONE_STEP = Slider("G", "group size G", 2, 16, 1, 8, fmt="d")
+
 #: The two-step toy's group size (every value; 3003 compositions at G = 8) and length cap (every value).
 G_TWO_STEP = Slider("G", "group size G", 2, 8, 1, 8, fmt="d")
+
 LENGTH_CAP = Slider("L_max", "length cap L_max", 3, 12, 1, 3, fmt="d")
+
 #: pi(5) of the policy whose KL to the toy the estimators measure: 49 positions.
 PI_5 = Slider("p5", "π(5)", 0.02, 0.98, 0.02, 0.5)
+
 AGGREGATIONS = ("grpo", "dapo", "dr_grpo")
 
 
