@@ -5,9 +5,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..math.estimators import estimator_variance, variance_curve
+from ..math.estimators import estimator_variance, optimal_baseline, variance_curve
+from ..math.gradients import expected_reward
 from ..toy.five_token import LOGITS, REWARDS
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -88,3 +89,23 @@ def baseline_chart():
                       readout=["variance ÷ the mean baseline's"],
                       xlabel="baseline b (reward units)", ylabel="total variance ÷ that at b = J",
                       headline="the valley sits at the grader's mean reward", fmt=".3f")
+
+
+# The chapter's chart, and its numbers from the library alone (tests/test_charts.py); it replaced
+# FloatSliders offset 0..10 step 0.5 and b -1..11 step 0.1.
+def _oracle_x():
+    """The slider's b, and every grader's mean reward J and optimal b* (the chart marks both)."""
+    marks = [f(LOGITS, REWARDS + offset) for offset in OFFSET.values for f in (expected_reward, optimal_baseline)]
+    return np.unique(np.round(np.r_[BASELINE.values, marks], 10))
+
+
+def _oracle(offset):
+    r, b = REWARDS + offset, _oracle_x()
+    mean, best = expected_reward(LOGITS, r), optimal_baseline(LOGITS, r)
+    ratio = np.array([estimator_variance(LOGITS, r, x) for x in b]) / estimator_variance(LOGITS, r, mean)
+    return b, [ratio, np.where(np.isclose(b, mean, rtol=0, atol=1e-9), ratio, np.nan),
+               np.where(np.isclose(b, best, rtol=0, atol=1e-9), ratio, np.nan)]
+
+
+CHARTS = (Declared("baseline", baseline_chart, _oracle, [OFFSET], marker=BASELINE,
+                   replaced={"offset": 21, "b": 121}),)

@@ -48,6 +48,30 @@ HEIGHT = 220
 MIME_TYPE = "application/vnd.vegalite.v5+json"
 
 
+@dataclass(frozen=True)
+class Declared:
+    """A chapter's chart, declared beside its builder (a chapter's viz module lists its charts in
+    ``CHARTS``; ``tests/test_charts.py`` finds them there and holds each to its stored output and its oracle).
+
+    ``build()`` makes the chart the notebook stores; ``oracle(**setting)`` gives its numbers at a setting
+    of ``sliders`` from the library alone, with no viz code: a bar chart's values, one per bar of
+    ``categories``, or a line chart's ``(x, rows)`` (``categories`` None). ``marker`` is a line chart's
+    marker slider; ``replaced`` the positions of the
+    ipywidgets slider the chart replaced (None if none: it may not offer fewer); ``checked`` the settings
+    the test recomputes (None: every one); ``decimals`` those the chart stores. The chart opens at its
+    sliders' defaults.
+    """
+    name: str
+    build: Callable
+    oracle: Callable
+    sliders: Sequence[Slider]
+    categories: Sequence[str] | None = None
+    marker: Slider | None = None
+    replaced: Mapping[str, int] | None = None
+    checked: Sequence[tuple] | None = None
+    decimals: int = DECIMALS
+
+
 def rounded(v, decimals: int = DECIMALS) -> float:
     """``v`` rounded to ``decimals``, a zero unsigned: a value that is 0 in theory (an unbiased estimator's
     bias) comes out as +-1e-17, on a side that depends on the CPU's kernels, and would be stored as -0."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import advantage_table
 from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .style import PALETTE
 
 
@@ -29,3 +29,11 @@ def gae_chart():
                       headline="λ slides the early steps' credit from TD to Monte Carlo",
                       colors=[PALETTE["sky"], PALETTE["blue"], PALETTE["orange"]],
                       styles=["dotted", "solid", "dashed"], ydomain=[-0.7, 1.0])
+
+
+#: The chapter's chart: GAE's advantages at lambda between 0 and 1 (chapter 12); it replaced FloatSliders 0..1
+#: and 0.05..1 step 0.05.
+CHARTS = (Declared("gae", gae_chart,
+                   lambda lam, gamma: (np.arange(3), advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma,
+                                                                     lams=(0.0, lam, 1.0))["advantages"]),
+                   list(GAE), replaced={"lam": 21, "gamma": 20}),)

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..math.distributions import decode_probs, softmax
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
-from .charts import Slider, bar_chart
+from .charts import Declared, Slider, bar_chart
 from .distribution import _ValueBars
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
@@ -90,3 +90,10 @@ def decoding_chart():
                      categories=VOCAB, correct=CORRECT, xlabel="answer token to 2+3=",
                      ylabel="sampling probability", headline="4 is never below 5", readout="P(5)",
                      outline=softmax(LOGITS), outline_label="model π (T = 1, no truncation)")
+
+
+#: The chapter's charts: the sampler's distribution (chapter 2); it replaced FloatLogSlider 10^-1.3..10^1.7 step
+#: 0.05, IntSlider 1..5 and FloatSlider 0.05..1 step 0.05.
+CHARTS = (Declared("decoding", decoding_chart,
+                   lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p), list(DECODING), VOCAB,
+                   replaced={"T": 61, "top_k": 5, "top_p": 20}),)

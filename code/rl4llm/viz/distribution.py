@@ -6,7 +6,7 @@ import numpy as np
 
 from ..math.distributions import softmax
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
-from .charts import Slider, bar_chart
+from .charts import Declared, Slider, bar_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, token_colors
 
@@ -65,3 +65,9 @@ def distribution_chart():
                      xlabel="answer token to 2+3=", ylabel="probability π(token)",
                      headline="the order never changes", readout="P(5)",
                      level=1 / len(VOCAB), level_label="uniform (T → ∞)")
+
+
+#: The chapter's charts (tests/test_charts.py): the bars are softmax(z / T) (chapter 1); the chart replaced a
+#: FloatLogSlider 10^-1.3..10^1.3 step 0.05.
+CHARTS = (Declared("temperature", distribution_chart, lambda T: softmax(LOGITS, T), [TEMPERATURE], VOCAB,
+                   replaced={"T": 53}),)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..math.two_step import training_curves
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
 
@@ -84,3 +84,10 @@ def training_curves_chart():
                       styles=["solid", "dashed", "dotted"] * 2, colors=[PALETTE["blue"]] * 3 + [PALETTE["vermillion"]] * 3,
                       xlabel="update step", ylabel="probability (log scale)",
                       headline='SFT drains "05" at once; RL lifts it, then drains it')
+
+
+#: The chapter's charts: SFT's and RL's training curves (chapter 5); it replaced a FloatSlider 0.1..5 step 0.1.
+CHARTS = (Declared("training_curves", training_curves_chart,
+                   lambda lr: (np.arange(26), [training_curves(lr, 25)[f"{run}_{k}"] for run in ("sft", "rl")
+                                               for k in ("5", "05", "5_after_0")]),
+                   [TRAINING_LR], replaced={"lr": 50}),)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from matplotlib.colors import to_rgb
 import numpy as np
 
+from .charts import Declared
+from .grpo_toy import GRPO_SLIDERS, grpo_run_chart, oracle_grpo_run
 from .style import LINE_COLORS
 
 
@@ -52,3 +54,9 @@ def draw_entropy_collapse(fig, runs: dict) -> None:
     right.set_title("π(5) over training (thin: one seed each)", fontsize=10)
     right.legend(fontsize=7.5)
     fig.tight_layout()
+
+
+#: The chapter's chart: chapter 13's GRPO run over the KL coefficient beta (tests/test_charts.py); it replaced a
+#: FloatSlider 0..2 step 0.1.
+CHARTS = (Declared("beta", lambda: grpo_run_chart("beta"), oracle_grpo_run, [GRPO_SLIDERS["beta"]],
+                   replaced={"beta": 21}),)

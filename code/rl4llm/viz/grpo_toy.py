@@ -7,7 +7,7 @@ import numpy as np
 
 from ..math.statistics import noise_floor
 from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -193,3 +193,16 @@ def grpo_run_chart(name: str):
                       headline=f"one seeded run, K = {SLIDER_RUN['K']}",
                       colors=[CORRECT_COLOR, PALETTE["blue"], PALETTE["vermillion"], PALETTE["black"]],
                       styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 2.6])
+
+
+# The chapter's charts, and their numbers from the library alone (tests/test_charts.py); they replaced G 2..32
+# step 2, eps 0.05..0.9 step 0.05 and lr 10^-1..10^0.7 step 0.1 (18 positions).
+def oracle_grpo_run(**setting):
+    """A GRPO run on the toy at ``setting``, as chapters 13 and 14's charts draw it."""
+    run = grpo_slider_run(**setting)
+    return np.arange(11), [run["pi_correct"], run["entropy"], run["kl_ref"],
+                           np.r_[np.nan, run["inner_clip_fraction"][:, -1]]]
+
+
+CHARTS = tuple(Declared(name, lambda name=name: grpo_run_chart(name), oracle_grpo_run, [GRPO_SLIDERS[name]],
+                        replaced={name: widget}) for name, widget in (("G", 16), ("eps", 18), ("lr", 18)))

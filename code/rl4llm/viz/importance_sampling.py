@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import drift_case, drift_variance_ratio
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -88,3 +88,15 @@ def drift_chart():
                       xlabel="number of 5s among the G draws", ylabel="probability", notes=drift_notes,
                       headline="stale draws rarely hold a 5, and each counts ρ(5)/G",
                       colors=[PALETTE["blue"], PALETTE["orange"]], styles=["solid", "dashed"], ydomain=[0, 1])
+
+
+# The chapter's chart, and its numbers from the library alone (tests/test_charts.py); it replaced a FloatSlider
+# 0.05..0.95 step 0.05 and an IntSlider 1..32.
+def _oracle(drift, G):
+    d = drift_case(drift, G)
+    law = np.zeros((2, 33))                               # how many 5s among G draws: 0 to 32
+    law[0, :G + 1], law[1, :G + 1] = d["on_probs"], d["is_probs"]
+    return np.arange(33), law
+
+
+CHARTS = (Declared("drift", drift_chart, _oracle, list(DRIFT), replaced={"drift": 19, "G": 32}),)

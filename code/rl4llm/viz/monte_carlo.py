@@ -12,7 +12,7 @@ import numpy as np
 from ..math.estimators import jhat_study
 from ..math.statistics import t_quantile
 from ..studies.onpolicy import SEED_RUN, seed_study
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import bars_in_place, kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -210,3 +210,41 @@ def seeds_error_chart(seed: int = 0):
                       colors=[PALETTE["blue"], PALETTE["vermillion"]], ydomain=[0.005, 0.1],
                       xlabel="number of seeds n", ylabel="standard error of the mean",
                       headline="4x the runs, half the error")
+
+
+# The chapter's charts, and their numbers from the library alone (tests/test_charts.py). They replaced
+# IntSliders 1..64 (G) and 2..128 (seeds).
+@functools.lru_cache(maxsize=1)
+def _oracle_pool():
+    """Chapter 6's one study: 128 runs; the chart at n shows its first n (never a fresh set of n)."""
+    return seed_study(128, seed=0, G=4, lr=1.0, steps=10)["finals"]
+
+
+def _oracle_first(n_seeds):
+    finals = _oracle_pool()[:n_seeds]
+    return finals, finals.mean(), finals.std(ddof=1) / math.sqrt(n_seeds)
+
+
+def _oracle_seeds(n_seeds):
+    finals, mean, se = _oracle_first(n_seeds)
+    half = t_quantile(0.975, n_seeds - 1) * se
+    ends = np.full(n_seeds, np.nan)
+    ends[[0, -1]] = 1.0                                   # the mean and the interval: their two ends
+    return np.arange(1, n_seeds + 1), [finals, mean * ends, (mean - half) * ends, (mean + half) * ends]
+
+
+def _oracle_seed_errors():
+    n = np.arange(2, 129)
+    sigma = seed_study(4096, seed=1, G=4, lr=1.0, steps=10)["std"]
+    return n, [sigma / np.sqrt(n), [_oracle_first(int(k))[2] for k in n]]
+
+
+def _oracle_jhat(G):
+    study = jhat_study(G, 0.2, 20_000, 0)
+    return study["values"], [study["frequencies"], study["law"], 2 * study["frequency_standard_errors"]]
+
+
+CHARTS = (Declared("jhat", jhat_chart, _oracle_jhat, [JHAT_G], replaced={"G": 64}),
+          Declared("seeds", seeds_chart, _oracle_seeds, [N_SEEDS], replaced={"n_seeds": 127}),
+          Declared("seed_errors", seeds_error_chart, _oracle_seed_errors, [], marker=N_SEEDS,
+                   replaced={"n_seeds": 127}))

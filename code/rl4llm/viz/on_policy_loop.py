@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..studies.onpolicy import learning_curve_band
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
 
@@ -89,3 +89,16 @@ def learning_chart():
                       colors=[CORRECT_COLOR, CORRECT_COLOR, CORRECT_COLOR, PALETTE["grey"]],
                       xlabel="step", ylabel="π(5); share of groups",
                       headline="a larger G narrows the band; a larger lr learns sooner")
+
+
+# The chapter's chart, and its numbers from the library alone (tests/test_charts.py); it replaced IntSlider G
+# 1..32 and FloatSlider lr 0.25..4 step 0.25. Its 992 settings of 100 runs each take a while: the test
+# recomputes six.
+def _oracle(G, lr):
+    band = learning_curve_band(G, lr, 30, 100, 0)
+    return np.arange(31), [band["median"], band["low"], band["high"],
+                           np.concatenate([[np.nan], band["zero_signal_fraction"]])]
+
+
+CHARTS = (Declared("learning", learning_chart, _oracle, [LEARNING_G, LEARNING_LR], replaced={"G": 32, "lr": 16},
+                   checked=[(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)], decimals=3),)

@@ -3,11 +3,13 @@ a step's seconds and how the three schedules overlap them. Every number drawn is
 ``rl4llm.math.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..math.memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
 from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .style import PALETTE
 
 
@@ -203,3 +205,68 @@ def schedule_chart(n_params: float = 7e9):
                       headline="Overlap wins when the split matches the work",
                       styles=["solid", "dashed", "dotted"],
                       colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]], fmt=".1f")
+
+
+# Every chart of chapter 19, and its numbers from the library alone (tests/test_charts.py): the model state's
+# parts; the sizes of the fits chart, 25 from 1e5 to 1e11 and chapter 15's GPT, 7B and 70B.
+_STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
+
+
+def _oracle_sizes():
+    return np.unique(np.r_[np.logspace(5, 11, 25), tiny_gpt_params(), 7e9, 70e9])
+
+
+def _oracle_state_gb(n, n_gpus, stage, reference=True):
+    b = memory_budget(float(n), n_gpus=n_gpus, sharding=("none", "zero1", "zero2", "zero3")[stage], reference=reference)
+    return sum(b[p] for p in _STATE) / 1e9
+
+
+def _oracle_fits(n_gpus, stage):
+    sizes = _oracle_sizes()
+    return sizes / 1e9, [[_oracle_state_gb(n, n_gpus, stage) for n in sizes],
+                         [_oracle_state_gb(n, n_gpus, stage, reference=False) for n in sizes],
+                         [H100_SXM["memory_bytes"] / 1e9] * len(sizes)]
+
+
+def _oracle_batch(G, parts):
+    """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
+    def gb(T, part, **options):
+        return memory_budget(QWEN25_1_5B.n_params, prompts=1, group_size=G, prompt_length=512,
+                             completion_length=int(T), **shape_options(QWEN25_1_5B), **options)[part] / 1e9
+    T = COMPLETION.values
+    every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
+             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T],
+             [gb(t, "kv_cache") for t in T]]
+    return T, every[parts]
+
+
+def _oracle_step(n, G, samplers, trainers, completion=4096):
+    """Rollout, training and sync seconds of 64 prompts of 512 tokens, G each, 40% of an H100's bf16 peak;
+    the busiest sampler decodes its share at 60% of the bandwidth, reading a KV cache of 57,344 bytes a token
+    at 7B (Qwen2.5-7B's shape) scaled with n, in waves of what 80 GB holds beside the weights."""
+    F, sequences = 0.4 * H100_SXM["bf16_flops"], 64 * G
+    return (generation_seconds(n, math.ceil(sequences / samplers), 512, completion, flops_per_second=F,
+                               bandwidth=0.6 * H100_SXM["memory_bandwidth"], kv_bytes_per_token=round(57344 * n / 7e9),
+                               memory_bytes=80e9),
+            training_seconds(n, sequences * (512 + completion), F, gpus=trainers), weight_sync_seconds(n, 50e9))
+
+
+def _oracle_walls(G):
+    """Wall seconds of 7B's step: all 16 GPUs in turn (the weights over NVLink), then each split apart."""
+    rollout, train, _ = _oracle_step(7e9, G, 16, 16)
+    together = schedule(rollout, train, weight_sync_seconds(7e9, H100_SXM["nvlink_bandwidth"]), "synchronous")
+    splits = ROLLOUT_GPUS.values
+    apart = [[schedule(*_oracle_step(7e9, G, int(r), 16 - int(r)), m)["wall"] for r in splits] for m in SCHEDULES[1:]]
+    return splits, [[together["wall"]] * len(splits)] + apart
+
+
+CHARTS = (
+    Declared("fits", lambda: fits_chart(_oracle_sizes(), tiny_gpt_params()), _oracle_fits, [GPUS, STAGE]),
+    Declared("activations", lambda: batch_charts()[0], lambda G: _oracle_batch(G, slice(0, 2)), [GROUP],
+             marker=COMPLETION),
+    Declared("logits", lambda: batch_charts()[1], lambda G: _oracle_batch(G, slice(2, 5)), [GROUP], marker=COMPLETION),
+    Declared("time", time_chart,
+             lambda billions: (GROUPS, np.array([_oracle_step(billions * 1e9, int(G), 8, 8) for G in GROUPS]).T),
+             [MODEL_SIZE]),
+    Declared("schedule", schedule_chart, _oracle_walls, [GROUP], marker=ROLLOUT_GPUS),
+)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..llm.sampler_study import CAP_RULES, lognormal_weight_moments
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 
 
 #: A sequence's length in tokens (every value up to chapter 15's longest completion, and twice it) and the cap.
@@ -38,3 +38,10 @@ def weight_chart():
                       xlabel="per-token spread sigma of ln(pi_old / pi_samp)", ylabel="std of the sequence's weight",
                       headline="a cap bounds the spread that explodes with sigma sqrt(L)", log_y=True,
                       ydomain=[1e-3, 1e3], styles=["solid", "dashed", "dotted"])
+
+
+#: The chapter's chart, and its numbers from the closed form (tests/test_charts.py).
+CHARTS = (Declared("weight", weight_chart,
+                   lambda L, cap: (SIGMA, [[math.sqrt(lognormal_weight_moments(s * math.sqrt(L), cap, rule)[1])
+                                            for s in SIGMA] for rule in CAP_RULES]),
+                   [LENGTH, CAP]),)

@@ -7,7 +7,7 @@ from ..math.estimators import gradient_by_enumeration, gradient_by_finite_differ
 from ..math.gradients import policy_gradient
 from ..studies.onpolicy import rl_and_sft_steps
 from ..toy.five_token import CORRECT, LOGITS, REWARDS, VOCAB
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
 
@@ -106,3 +106,10 @@ def steps_chart():
                       series=["RL step", "SFT step"], colors=[CORRECT_COLOR, PALETTE["blue"]],
                       styles=["solid", "dashed"], xlabel="learning rate lr", ylabel="π(5) after one step",
                       headline="SFT at lr goes as far as RL at 5 lr", marker=STEP_LR, ydomain=[0, 1])
+
+
+#: The chapter's charts: one RL and one SFT step's pi(5) over the learning rate (chapter 7); it replaced a
+#: FloatSlider 0..8 step 0.25.
+CHARTS = (Declared("steps", steps_chart,
+                   lambda: (STEP_LR.values, [rl_and_sft_steps(STEP_LR.values)[k][:, CORRECT] for k in ("pi_rl", "pi_sft")]),
+                   [], marker=STEP_LR, replaced={"lr": 33}),)

@@ -11,11 +11,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import grpo_toy_run, run_over_seeds
 from ..math.pass_at_k import pass_at_k
 from ..studies.dynamic_sampling import draws_per_kept_group
 from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences,
                                        reweighted_moments)
-from .charts import Slider, bar_chart, grid, line_chart
+from .charts import Declared, Slider, bar_chart, grid, line_chart
 
 
 #: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.
@@ -99,9 +100,34 @@ def pass_at_k_chart(curves: dict, ks) -> object:
                       ydomain=[0, 1], styles=["solid", "dashed", "dotted"][:len(curves)])
 
 
-#: Every chart of chapter 18 built from the library alone, with its sliders and its numbers.
-CHARTS = {
-    "variance": (variance_chart, [LENGTH, LEAD], lambda L, steps: chain_values(L, steps, "variance"),
-                 WEIGHTING_LABELS),
-    "clip": (clip_chart, [LENGTH, LEAD], clip_shares, [label for label, *_ in CLIPS]),
-}
+# Every chart of chapter 18, and its numbers from the library alone (tests/test_charts.py).
+def _oracle_chain(L, steps, key, clips=None):
+    task = chain_sequences(L, steps, LEAD_LR)
+    if clips is None:
+        return [reweighted_moments(task, w)[key] for w in WEIGHTINGS]
+    return [reweighted_moments(task, w, low, high)[key] for _, w, low, high in clips]
+
+
+#: The chapter's trained toys (40 seeds of three settings) and the ks of its pass@k chart.
+PASS_SETTINGS = {"eps 0.2": {}, "clip-higher 0.28": {"eps_high": 0.28}, "entropy bonus 0.1": {"entropy_coef": 0.1}}
+PASS_KS = [1, 2, 4, 8, 16, 32]
+
+
+@lru_cache(maxsize=None)
+def pass_curves() -> dict:
+    """pi(5) over the training steps of each setting's 40 runs (the pass@k chart's policies)."""
+    return {name: run_over_seeds(grpo_toy_run, range(40), G=8, K=4, lr=0.5, steps=8, **extra)["pi_correct"]
+            for name, extra in PASS_SETTINGS.items()}
+
+
+CHARTS = (
+    Declared("variance", variance_chart, lambda L, steps: _oracle_chain(L, steps, "variance"), [LENGTH, LEAD],
+             WEIGHTING_LABELS),
+    Declared("clip", clip_chart, lambda L, steps: _oracle_chain(L, steps, "zero_share", CLIPS), [LENGTH, LEAD],
+             [label for label, *_ in CLIPS]),
+    Declared("cost", cost_chart, lambda G: (P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in P_RIGHT]]),
+             [GROUP]),
+    Declared("pass_at_k", lambda: pass_at_k_chart(pass_curves(), PASS_KS),
+             lambda t: (PASS_KS, [[pass_at_k(p[:, t], k).mean() for k in PASS_KS] for p in pass_curves().values()]),
+             [Slider("t", "training step", 0, 8, 1, 8, fmt="d")]),
+)

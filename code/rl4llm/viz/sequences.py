@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..math.two_step import two_spellings, two_token_paths
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .distribution import _ValueBars
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
@@ -106,3 +106,10 @@ def two_spellings_chart():
                       colors=[CORRECT_COLOR, PALETTE["blue"], "black"], ydomain=[0, 1],
                       xlabel='first-step probability π(0) of "0"', ylabel="probability",
                       headline='"05" can never pass its first factor π(0)')
+
+
+#: The chapter's charts: the two spellings' probabilities (chapter 3); it replaced two FloatSliders 0..1 step 0.05.
+CHARTS = (Declared("two_spellings", two_spellings_chart,
+                   lambda p_5_after_0: (PI_0.values, [[two_spellings(q, p_5_after_0)[k] for q in PI_0.values]
+                                                      for k in ("5", "05", "correct")]),
+                   [P_5_AFTER_0], marker=PI_0, replaced={"pi_0": 21, "p_5_after_0": 21}),)

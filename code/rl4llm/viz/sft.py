@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..math.distributions import entropy, log_softmax, softmax
 from ..math.gradients import sft_step
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
-from .charts import Slider, bar_chart
+from .charts import Declared, Slider, bar_chart
 from .decoding import _token_axes
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, token_colors
@@ -46,3 +46,8 @@ def sft_step_chart():
                      correct=CORRECT, xlabel="answer token to 2+3=", ylabel="probability π(token)",
                      headline="one SFT step on the label 5", readout="π(5) after the step",
                      outline=softmax(LOGITS), outline_label="before the step")
+
+
+#: The chapter's charts: softmax after one SFT step (chapter 4); it replaced a FloatSlider 0..5 step 0.1.
+CHARTS = (Declared("sft_step", sft_step_chart, lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), [LEARNING_RATE], VOCAB,
+                   replaced={"lr": 51}),)

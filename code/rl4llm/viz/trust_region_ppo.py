@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, clipped_objective, clipped_objective_grad,
                 ppo_inner_steps)
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .inplace import kept, relayout
 from .style import CORRECT_COLOR, PALETTE
 
@@ -141,3 +141,21 @@ def inner_steps_chart():
                       headline=f"one group reused, lr = {INNER_LR}: the KL never stops",
                       colors=[PALETTE["blue"], PALETTE["vermillion"], CORRECT_COLOR, PALETTE["grey"]],
                       styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 1], readout_per_line=2)
+
+
+# The chapter's charts, and their numbers from the library alone (tests/test_charts.py); they replaced
+# eps 0.05..0.5 step 0.05 and K 1..24.
+def _oracle_clip(eps):
+    rho = np.round(np.linspace(0.0, 2.5, 126), 10)      # the x the chart stores: 0.82 itself, not 0.8200000000000001
+    return rho, [f(rho, np.full_like(rho, A), eps) for A in (0.8, -0.2) for f in (clipped_objective,
+                                                                                  clipped_objective_grad)]
+
+
+def _oracle_inner(eps):
+    out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, 0.5, 24)
+    return np.arange(25), [out["kl"], out["clip_fraction"], out["probs"][:, CORRECT], out["probs"][:, 1]]
+
+
+CHARTS = (Declared("clip", clip_chart, _oracle_clip, [CLIP_EPS], replaced={"eps": 10}),
+          Declared("inner", inner_steps_chart, _oracle_inner, [CLIP_EPS], marker=INNER_K,
+                   replaced={"eps": 10, "K": 24}))
