@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .syllabus import POINTS, RUBRICS, assigned, kind
+from .syllabus import POINTS, RUBRICS, WEEKS, assigned, kind
 
 SOLUTION_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"      # nbgrader's default for Python
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -35,14 +35,9 @@ _CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
 #: The chapters' note that the starter holds the solution, which a handed-out assignment must not say.
 _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
 
-#: The five graded assignments: the chapters each one draws its coding and by-hand exercises from.
-PARTS: dict[str, tuple[str, range]] = {
-    "part1": ("Part I: from softmax to SFT", range(1, 6)),
-    "part2": ("Part II: the RL core", range(6, 10)),
-    "part3": ("Part III: reusing samples, trust regions, GRPO", range(10, 15)),
-    "part4": ("Part IV: GRPO on a real model", range(15, 17)),
-    "part5": ("Part V: after GRPO, and the summary", range(17, 22)),
-}
+#: The five graded assignments, one a part: the chapters each one draws its coding and by-hand exercises from.
+PARTS: dict[str, tuple[str, range]] = {f"part{n}": (week.title, range(week.chapters[0], week.chapters[-1] + 1))
+                                       for n, week in enumerate(WEEKS, 1)}
 
 
 @dataclass(frozen=True)
