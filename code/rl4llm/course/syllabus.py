@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
-from . import chapters as _chapters
+from ..exercises import chapters as _chapters
 
 KINDS = ("by hand", "coding", "written", "experiment")
 
@@ -74,7 +74,7 @@ class Week:
         return tuple(c for lecture in self.lectures for c in lecture.chapters)
 
 
-#: Every chapter's place and plan, declared in the chapter's own module (``course/chapters/<stem>.py`` for
+#: Every chapter's place and plan, declared in the chapter's own module (``exercises/chapters/<stem>.py`` for
 #: ``book/NN_<stem>.ipynb``: its number, part and lecture, objective, minutes, its exercises' objectives and
 #: the kinds its titles do not name), in the book's order.
 CHAPTERS = tuple(sorted((importlib.import_module(f"{_chapters.__name__}.{module.name}")
