@@ -26,7 +26,7 @@ VIZ = Path(__file__).resolve().parents[1] / "code" / "rl4llm" / "viz"
 #: Every chapter, found by glob (``book/NN_<stem>.ipynb``); its charts are in ``rl4llm.viz.<stem>``.
 CHAPTERS = {p.stem.split("_", 1)[1]: p.stem for p in sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))}
 #: The viz modules that are no chapter's: shared by every chapter.
-SHARED = {"__init__", "charts", "style", "source", "inplace"}
+SHARED = {"__init__", "charts", "style", "source"}
 #: Every chart of the book as ``chapter/name``: each declared beside its builder, in its chapter's viz module's
 #: ``CHARTS`` (``rl4llm.viz.charts.Declared``: its builder, its sliders and its oracle, the library's numbers
 #: at a setting without the viz code).

@@ -9,8 +9,7 @@ from ..math.estimators import estimator_variance, optimal_baseline, variance_cur
 from ..math.gradients import expected_reward
 from ..toy.five_token import LOGITS, REWARDS
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 # ----------------------------------------------------------------------------- chapter 8
@@ -22,7 +21,7 @@ def draw_baseline(fig, offset: float, baseline: float) -> None:
     """Chapter 8 slider: total variance of (r + offset - b) score(y) against b, at one offset."""
     curve = variance_curve(LOGITS, REWARDS, offset, BASELINE_GRID)
     here = estimator_variance(LOGITS, REWARDS + offset, baseline)
-    a = kept(fig, _baseline_axes)
+    a = _baseline_axes(fig)
     a.curve.set_data(curve["baselines"], curve["variance"])
     a.none.set_data([0.0], [curve["variance_none"]])
     a.mean.set_data([curve["mean"]], [curve["variance_mean"]])

@@ -7,8 +7,7 @@ from ..math.distributions import decode_probs, softmax
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
 from .charts import Declared, Slider, bar_chart
 from .distribution import _ValueBars
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
+from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, relayout, token_colors
 
 
 # ----------------------------------------------------------------------------- chapters 2-5
@@ -71,7 +70,7 @@ def draw_decoding(fig, temperature: float = 1.0, top_k: int = 5, top_p: float = 
     """The distribution the sampler draws from after temperature, top-k and top-p, over the model's pi
     (dashed outline); the title reports P(5) (chapter 2's sliders)."""
     probs = decode_probs(LOGITS, temperature, top_k=top_k, top_p=top_p)
-    ax, bars = kept(fig, _token_axes, ylabel="sampling probability",
+    ax, bars = _token_axes(fig, ylabel="sampling probability",
                     outline_label="model π (T = 1, no truncation)")
     bars.set(probs)
     ax.set_title(f"T = {temperature:g}, top-k = {top_k}, top-p = {top_p:g}: P(5) = {probs[CORRECT]:.4f}")

@@ -7,8 +7,7 @@ import numpy as np
 from ..math.distributions import softmax
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
 from .charts import Declared, Slider, bar_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, token_colors
+from .style import CORRECT_COLOR, relayout, token_colors
 
 
 class _ValueBars:
@@ -32,7 +31,7 @@ def draw_distribution(fig, temperature: float = 1.0) -> None:
     """Bar chart of the toy's pi = softmax(z / T) over (0, 4, 5, 6, 15), the correct 5 highlighted
     (chapter 1's temperature slider)."""
     pi = softmax(LOGITS, temperature)
-    ax, bars = kept(fig, _distribution_axes)
+    ax, bars = _distribution_axes(fig)
     bars.set(pi)
     ax.set_title(f"T = {temperature:g}: P(5) = {pi[CORRECT]:.3f}, the mode is still 4", color="black")
     relayout(fig)

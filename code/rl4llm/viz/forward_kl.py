@@ -5,8 +5,7 @@ import numpy as np
 
 from ..math.two_step import training_curves
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
+from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, relayout
 
 
 def draw_kl_fits(fig, p, fits) -> None:
@@ -30,7 +29,7 @@ def draw_training_curves(fig, lr: float = 1.0, steps: int = 25) -> None:
     """P("5"), P("05") and P(5 | 0) over exact updates of every logit of the two-step policy: SFT on
     the label "5" (left) vs RL on the verifier's expected reward (right) (chapter 5's slider)."""
     curves = training_curves(lr, steps)
-    panels = kept(fig, _training_axes)
+    panels = _training_axes(fig)
     titles = ('SFT on the label "5"', "RL on the verifier (exact gradient)")
     for (ax, lines), name, title in zip(panels, ("sft", "rl"), titles):
         for line, key in zip(lines, ("5", "05", "5_after_0")):

@@ -8,8 +8,7 @@ import numpy as np
 from ..math.statistics import noise_floor
 from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: float = 0.0) -> None:
@@ -21,7 +20,7 @@ def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: floa
     """
     run = grpo_slider_run(G=G, eps=eps, lr=lr, beta=beta)
     steps = np.arange(run["pi_correct"].size)
-    left, pi, entropy, kl, clip = kept(fig, _grpo_run_axes)
+    left, pi, entropy, kl, clip = _grpo_run_axes(fig)
     pi.set_data(steps, run["pi_correct"])
     entropy.set_data(steps, run["entropy"])
     kl.set_data(steps, run["kl_ref"])

@@ -8,8 +8,7 @@ import numpy as np
 
 from .. import drift_case, drift_variance_ratio
 from .charts import Declared, Slider, line_chart
-from .inplace import bars_in_place, kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 # --------------------------------------------------------------------------- chapter 10
@@ -19,12 +18,12 @@ def draw_drift(fig, drift: float = 0.5, G: int = 8) -> None:
     pi_old(5) = 0.05 is fixed; ``drift`` is pi_new(5), the target J.
     """
     d = drift_case(drift, G)
-    a = kept(fig, _drift_axes)
+    a = _drift_axes(fig)
     width = 0.4 * min(np.min(np.diff(d["is_values"]), initial=1.0), np.min(np.diff(d["on_values"]), initial=1.0))
-    a.fresh = bars_in_place(a.law, a.fresh, d["on_values"] - width / 2, d["on_probs"], width,
-                            color=PALETTE["blue"], label="G fresh draws from π_new")
-    a.stale = bars_in_place(a.law, a.stale, d["is_values"] + width / 2, d["is_probs"], width,
-                            color=PALETTE["orange"], label="G stale draws from π_old, × ratio")
+    a.law.bar(d["on_values"] - width / 2, d["on_probs"], width=width, color=PALETTE["blue"],
+              label="G fresh draws from π_new")
+    a.law.bar(d["is_values"] + width / 2, d["is_probs"], width=width, color=PALETTE["orange"],
+              label="G stale draws from π_old, × ratio")
     a.target.set_xdata([d["J"], d["J"]])
     a.target.set_label(f"target J = π_new(5) = {d['J']:.2f}")
     a.law.set_xlim(-0.1, max(1.05, min(d["is_values"][-1], 3 * d["ratio"] / G + 0.5)))
@@ -50,7 +49,7 @@ def _drift_axes(fig) -> SimpleNamespace:
     var.set_yscale("log")
     var.set_xlabel("π_new(5)  (π_old(5) = 0.05)")
     var.set_ylabel("variance, stale ÷ fresh")
-    return SimpleNamespace(law=law, var=var, target=target, fresh=None, stale=None, here=here)
+    return SimpleNamespace(law=law, var=var, target=target, here=here)
 
 
 # --------------------------------------------------------------------------- live charts (chapters 10-12)

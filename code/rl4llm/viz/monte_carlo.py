@@ -13,8 +13,7 @@ from ..math.estimators import jhat_study
 from ..math.statistics import t_quantile
 from ..studies.onpolicy import SEED_RUN, seed_study
 from .charts import Declared, Slider, line_chart
-from .inplace import bars_in_place, kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 #: Runs used to measure the reference spread sigma of one run in chapter 6 (the chapter's own 4096
@@ -33,16 +32,15 @@ def _jhat_artists(ax) -> SimpleNamespace:
     target = ax.axvline(0.0, color="black", ls="--", lw=1)
     errors = ax.vlines([], [], [], color="black", lw=1.2, label="Monte Carlo ± 2 standard errors")
     ax.set_xlabel("J-hat (fraction correct)")
-    return SimpleNamespace(ax=ax, law=law, normal=normal, target=target, errors=errors, bars=None)
+    return SimpleNamespace(ax=ax, law=law, normal=normal, target=target, errors=errors)
 
 
 def _set_jhat(a: SimpleNamespace, G: int, p: float, n_groups: int, seed: int) -> None:
     """One panel: the Monte Carlo frequencies of J-hat at G (bars, each with +- 2 of its standard
     errors), the binomial law and the normal approximation."""
     study = jhat_study(G, p, n_groups, seed)
-    a.bars = bars_in_place(a.ax, a.bars, study["values"], study["frequencies"], 0.8 / G if G > 1 else 0.2,
-                           color=PALETTE["sky"])
-    a.bars.set_label(f"{n_groups} groups (Monte Carlo)")
+    a.ax.bar(study["values"], study["frequencies"], width=0.8 / G if G > 1 else 0.2, color=PALETTE["sky"],
+             label=f"{n_groups} groups (Monte Carlo)")
     two_se = 2.0 * study["frequency_standard_errors"]
     a.errors.set_segments([[(x, f - e), (x, f + e)] for x, f, e in
                            zip(study["values"], study["frequencies"], two_se)])
@@ -59,7 +57,7 @@ def _set_jhat(a: SimpleNamespace, G: int, p: float, n_groups: int, seed: int) ->
 
 def draw_jhat(fig, G: int, p: float = 0.2, n_groups: int = JHAT_GROUPS, seed: int = 0) -> None:
     """Chapter 6 slider: the law of J-hat at one G, Monte Carlo beside the binomial and the normal."""
-    a = kept(fig, _jhat_axes)
+    a = _jhat_axes(fig)
     _set_jhat(a, int(G), p, n_groups, seed)
     a.ax.legend(fontsize=8, loc="upper right")
     relayout(fig)
@@ -98,7 +96,7 @@ def draw_seeds(fig, n_seeds: int, seed: int = 0) -> None:
     study = first_runs(n_seeds, seed)
     sigma = reference_spread(seed + 1)
     half_width = t_quantile(0.975, n_seeds - 1) * study["standard_error"]
-    a = kept(fig, _seeds_axes)
+    a = _seeds_axes(fig)
     a.finals.set_data(np.arange(1, n_seeds + 1), study["finals"])
     a.mean.set_ydata([study["mean"], study["mean"]])
     a.interval.set_y(study["mean"] - half_width)

@@ -7,8 +7,7 @@ import numpy as np
 
 from ..studies.onpolicy import learning_curve_band
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
+from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, relayout
 
 
 # ----------------------------------------------------------------------------- chapter 9
@@ -16,7 +15,7 @@ def draw_learning(fig, G: int, lr: float, steps: int = 30, n_seeds: int = 100, s
     """Chapter 9 slider: learning curves of pi(5) over many seeds (median, 10-90% band) and zero-signal groups."""
     G = int(G)
     band = learning_curve_band(G, lr, steps, n_seeds, seed)
-    a = kept(fig, _learning_axes, steps=steps, n_seeds=n_seeds)
+    a = _learning_axes(fig, steps=steps, n_seeds=n_seeds)
     a.band.set_data(band["step"], band["low"], band["high"])
     for line, curve in zip(a.runs, band["curves"]):
         line.set_data(band["step"], curve)

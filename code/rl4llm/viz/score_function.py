@@ -8,8 +8,7 @@ from ..math.gradients import policy_gradient
 from ..studies.onpolicy import rl_and_sft_steps
 from ..toy.five_token import CORRECT, LOGITS, REWARDS, VOCAB
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, token_colors
+from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, relayout, token_colors
 
 
 # ----------------------------------------------------------------------------- chapter 7
@@ -58,7 +57,7 @@ def draw_gradient_monte_carlo(fig, n: int = 4000, seed: int = 0) -> None:
 def draw_steps(fig, lr: float) -> None:
     """Chapter 7 slider: pi after one exact RL step and after one SFT step, at the same lr."""
     steps = rl_and_sft_steps(lr)
-    left, bars, marker = kept(fig, _steps_axes)
+    left, bars, marker = _steps_axes(fig)
     for key, group in bars.items():
         for bar, height in zip(group, steps[key]):
             bar.set_height(height)

@@ -8,8 +8,7 @@ import numpy as np
 from ..math.two_step import two_spellings, two_token_paths
 from .charts import Declared, Slider, line_chart
 from .distribution import _ValueBars
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
+from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE, relayout
 
 
 def draw_string_probabilities(fig) -> None:
@@ -51,7 +50,7 @@ def draw_two_spellings(fig, pi_0: float = 0.1, p_5_after_0: float = 0.2) -> None
     the slider's P(5 | 0), the slider's pi_0 marked.
     """
     now = two_spellings(pi_0, p_5_after_0)
-    a = kept(fig, _two_spellings_axes)
+    a = _two_spellings_axes(fig)
     a.bars.set([now["5"], now["05"], now["correct"]])
     a.left.set_title(f"π(0) = {pi_0:.2f}, P(5 | 0) = {p_5_after_0:.2f}", fontsize=10)
     grid = np.linspace(0.0, 1.0, 101)

@@ -6,8 +6,7 @@ from ..math.gradients import sft_step
 from ..toy.five_token import CORRECT, LOGITS, VOCAB
 from .charts import Declared, Slider, bar_chart
 from .decoding import _token_axes
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, token_colors
+from .style import CORRECT_COLOR, relayout, token_colors
 
 
 def draw_surprise(fig) -> None:
@@ -29,7 +28,7 @@ def draw_sft_step(fig, lr: float = 1.0) -> None:
     """The toy's pi before (dashed outline) and after one SFT step on the label 5 (chapter 4's slider)."""
     before = softmax(LOGITS)
     after = softmax(sft_step(LOGITS, CORRECT, lr))
-    ax, bars = kept(fig, _token_axes, ylabel="probability π(token)", outline_label="before the step")
+    ax, bars = _token_axes(fig, ylabel="probability π(token)", outline_label="before the step")
     bars.set(after)
     ax.set_title(f"One SFT step, lr = {lr:g}: π(5) {before[CORRECT]:.4f} → {after[CORRECT]:.4f}")
     relayout(fig)

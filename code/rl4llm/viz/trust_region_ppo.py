@@ -9,8 +9,7 @@ import numpy as np
 from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, clipped_objective, clipped_objective_grad,
                 ppo_inner_steps)
 from .charts import Declared, Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 #: Chapter 11's example advantages: a good answer (the 5) and a bad one (the 4).
@@ -23,7 +22,7 @@ INNER_LR = 0.5
 # --------------------------------------------------------------------------- chapter 11
 def draw_clip(fig, eps: float = 0.2) -> None:
     """Chapter 11's epsilon slider: the clipped objective and its gradient in rho, A > 0 and A < 0."""
-    rho, columns = kept(fig, _clip_axes)
+    rho, columns = _clip_axes(fig)
     for A, clipped, grad, bands in columns:
         adv = np.full_like(rho, A)
         clipped.set_ydata(clipped_objective(rho, adv, eps))
@@ -61,7 +60,7 @@ def draw_inner_steps(fig, K: int = 12, eps: float = 0.2) -> None:
     """Chapter 11's K and epsilon sliders: K clipped ascent steps on one toy group of 8 answers."""
     out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, INNER_LR, K)
     steps = np.arange(K + 1)
-    a = kept(fig, _inner_steps_axes)
+    a = _inner_steps_axes(fig)
     a.kl.set_data(steps, out["kl"])
     a.clip.set_data(steps, out["clip_fraction"])
     a.p5.set_data(steps, out["probs"][:, CORRECT])
