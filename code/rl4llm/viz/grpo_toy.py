@@ -5,6 +5,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._checks import at_least, checked, one_of
 from ..math.statistics import noise_floor
 from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
 from .charts import Declared, Slider, line_chart
@@ -48,6 +49,35 @@ def _grpo_run_axes(fig):
     return left, pi, entropy, kl, clip
 
 
+def _slider_values(values, name: str) -> list:
+    """Rule: at least one slider value."""
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one slider value")
+    return values
+
+
+def _per_seed_results(results, name: str) -> dict:
+    """Rule: a non-empty dict, row label -> a 1-D array of at least 2 finite per-seed results."""
+    if not isinstance(results, dict) or not results:
+        raise ValueError(f"{name} must be a non-empty dict: row label -> per-seed results")
+    rows = {}
+    for label, values in results.items():
+        x = np.asarray(values, dtype=float)
+        if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
+            raise ValueError(f"{name}[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
+        rows[label] = x
+    return rows
+
+
+def _versus_names_rows(args) -> None:
+    """Relation: ``versus`` maps row labels of ``results`` to row labels."""
+    for label, other in (args["versus"] or {}).items():
+        if label not in args["results"] or other not in args["results"]:
+            raise ValueError(f"versus must map row labels of results to row labels, got {label!r} -> {other!r}")
+
+
+@checked(name=one_of(("G", "eps", "lr", "beta")), values=_slider_values)
 def sweep_summary(name: str, values) -> str:
     """A Markdown table of ``grpo_slider_run`` over a few of one slider's values: the numbers the text
     quotes beside its chart (chapters 13 and 14).
@@ -56,11 +86,6 @@ def sweep_summary(name: str, values) -> str:
     others at their defaults; rows: pi(5) after 3 steps and at the end of the run, KL(pi || pi_ref)
     at the end, the mean clip fraction of the last inner step, and the number of flat groups.
     """
-    if name not in ("G", "eps", "lr", "beta"):
-        raise ValueError(f"name must be one of 'G', 'eps', 'lr', 'beta', got {name!r}")
-    values = list(values)
-    if not values:
-        raise ValueError("values must hold at least one slider value")
     runs = [grpo_slider_run(**{name: v}) for v in values]
     last = runs[0]["pi_correct"].size - 1
     rows = {
@@ -105,6 +130,7 @@ def draw_per_token_ratios(fig, result: dict, answers, eps_low: float = 0.2) -> N
     fig.tight_layout()
 
 
+@checked(_versus_names_rows, results=_per_seed_results, digits=at_least(0))
 def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
     """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapters 13 and 14).
 
@@ -116,20 +142,7 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
     t * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch, 5%, ``rl4llm.math.statistics.noise_floor``) and the verdict:
     "real" if the difference exceeds the floor, else "within noise".
     """
-    if not isinstance(results, dict) or not results:
-        raise ValueError("results must be a non-empty dict: row label -> per-seed results")
-    versus = {} if versus is None else dict(versus)
-    for label, other in versus.items():
-        if label not in results or other not in results:
-            raise ValueError(f"versus must map row labels of results to row labels, got {label!r} -> {other!r}")
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
-        raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
-    rows = {}
-    for label, values in results.items():
-        x = np.asarray(values, dtype=float)
-        if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
-            raise ValueError(f"results[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
-        rows[label] = x
+    rows, versus = results, versus or {}
     f = f"{{:.{digits}f}}"
     lines = ["| setting | n | mean | sd | min | max | vs | diff. | floor | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -181,11 +194,10 @@ def grpo_run_notes(**setting) -> dict:
             "flat groups": float(run["zero_std"].sum())}
 
 
+@checked(name=one_of(tuple(GRPO_SLIDERS)))
 def grpo_run_chart(name: str):
     """Chapters 13 and 14: one short seeded GRPO run (``grpo_slider_run``) at every position of the slider ``name``
     (a key of ``GRPO_SLIDERS``), the other three at their defaults."""
-    if name not in GRPO_SLIDERS:
-        raise ValueError(f"name must be one of {list(GRPO_SLIDERS)}, got {name!r}")
     steps = np.arange(SLIDER_RUN["steps"] + 1, dtype=float)
     return line_chart(grpo_run_curves, [GRPO_SLIDERS[name]], x=steps, series=GRPO_SERIES, notes=grpo_run_notes,
                       xlabel="GRPO step (one group each)", ylabel="probability / nats / fraction",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import at_least, checked
 from .style import CORRECT_COLOR, OTHER_COLOR, PALETTE
 
 
@@ -16,14 +17,13 @@ def draw_learning_curves(fig, metrics: dict, evals: dict, title: str = "GRPO lif
     ax.legend(loc="lower right")
 
 
+@checked(window=at_least(1))
 def moving_median(values, window: int = 25) -> np.ndarray:
     """The median of each centred window of ``window`` values (shorter at the ends); NaNs are skipped.
 
     A median ignores the rare huge values a mean of k3 estimates is pulled up by (chapter 15).
     """
     values = np.asarray(values, dtype=float)
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise ValueError(f"window must be an integer >= 1, got {window!r}")
     half = window // 2
     out = np.full(len(values), np.nan)
     for i in range(len(values)):
