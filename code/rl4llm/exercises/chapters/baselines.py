@@ -1,6 +1,4 @@
-"""Chapter 8, Baselines: wrong answers have to count (``book/08_baselines.ipynb``), in the syllabus: its part and
-lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 8's coursework: Baselines: wrong answers have to count (``book/08_baselines.ipynb``)."""
 
 NUMBER = 8
 PART, LECTURE = 2, 2

@@ -1,6 +1,4 @@
-"""Chapter 12, The critic, GAE, and why GRPO does without them (``book/12_critic_gae.ipynb``), in the syllabus:
-its part and lecture, what a student can do after it and after each of its exercises, its time, and the kind
-of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 12's coursework: The critic, GAE, and why GRPO does without them (``book/12_critic_gae.ipynb``)."""
 
 NUMBER = 12
 PART, LECTURE = 3, 2

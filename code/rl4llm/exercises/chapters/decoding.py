@@ -1,6 +1,4 @@
-"""Chapter 2, Decoding rearranges, it does not relocate (``book/02_decoding.ipynb``), in the syllabus: its part
-and lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 2's coursework: Decoding rearranges, it does not relocate (``book/02_decoding.ipynb``)."""
 
 NUMBER = 2
 PART, LECTURE = 1, 1

@@ -1,6 +1,4 @@
-"""Chapter 1, A language model is a probability distribution (``book/01_distribution.ipynb``), in the syllabus:
-its part and lecture, what a student can do after it and after each of its exercises, its time, and the kind
-of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 1's coursework: A language model is a probability distribution (``book/01_distribution.ipynb``)."""
 
 NUMBER = 1
 PART, LECTURE = 1, 1

@@ -1,7 +1,5 @@
-"""Chapter 17, Every gradient estimator against the exact gradient, and where the KL goes
-(``book/17_estimators.ipynb``), in the syllabus: its part and lecture, what a student can do after it and
-after each of its exercises, its time, and the kind of each exercise whose title names none
-(``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 17's coursework: Every gradient estimator against the exact gradient, and where the KL goes
+(``book/17_estimators.ipynb``)."""
 
 NUMBER = 17
 PART, LECTURE = 5, 1

@@ -1,6 +1,4 @@
-"""Chapter 5, But SFT is forward KL (``book/05_forward_kl.ipynb``), in the syllabus: its part and lecture, what a
-student can do after it and after each of its exercises, its time, and the kind of each exercise whose title
-names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 5's coursework: But SFT is forward KL (``book/05_forward_kl.ipynb``)."""
 
 NUMBER = 5
 PART, LECTURE = 1, 2

@@ -1,7 +1,5 @@
-"""Chapter 14, GRPO's choices: aggregation, the standard deviation, the KL and entropy
-(``book/14_grpo_choices.ipynb``), in the syllabus: its part and lecture, what a student can do after it and
-after each of its exercises, its time, and the kind of each exercise whose title names none
-(``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 14's coursework: GRPO's choices: aggregation, the standard deviation, the KL and entropy
+(``book/14_grpo_choices.ipynb``)."""
 
 NUMBER = 14
 PART, LECTURE = 3, 2

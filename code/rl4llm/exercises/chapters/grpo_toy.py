@@ -1,6 +1,4 @@
-"""Chapter 13, GRPO, assembled on the toy (``book/13_grpo_toy.ipynb``), in the syllabus: its part and lecture,
-what a student can do after it and after each of its exercises, its time, and the kind of each exercise whose
-title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 13's coursework: GRPO, assembled on the toy (``book/13_grpo_toy.ipynb``)."""
 
 NUMBER = 13
 PART, LECTURE = 3, 2

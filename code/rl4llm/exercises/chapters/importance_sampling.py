@@ -1,6 +1,4 @@
-"""Chapter 10, Reusing rollouts: importance sampling (``book/10_importance_sampling.ipynb``), in the syllabus:
-its part and lecture, what a student can do after it and after each of its exercises, its time, and the kind
-of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 10's coursework: Reusing rollouts: importance sampling (``book/10_importance_sampling.ipynb``)."""
 
 NUMBER = 10
 PART, LECTURE = 3, 1

@@ -1,6 +1,4 @@
-"""Chapter 6, Sampling is acting: estimating J by Monte Carlo (``book/06_monte_carlo.ipynb``), in the syllabus:
-its part and lecture, what a student can do after it and after each of its exercises, its time, and the kind
-of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 6's coursework: Sampling is acting: estimating J by Monte Carlo (``book/06_monte_carlo.ipynb``)."""
 
 NUMBER = 6
 PART, LECTURE = 2, 1

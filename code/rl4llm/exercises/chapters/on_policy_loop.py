@@ -1,6 +1,4 @@
-"""Chapter 9, The whole on-policy loop (``book/09_on_policy_loop.ipynb``), in the syllabus: its part and lecture,
-what a student can do after it and after each of its exercises, its time, and the kind of each exercise whose
-title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 9's coursework: The whole on-policy loop (``book/09_on_policy_loop.ipynb``)."""
 
 NUMBER = 9
 PART, LECTURE = 2, 2

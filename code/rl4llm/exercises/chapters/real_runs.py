@@ -1,6 +1,4 @@
-"""Chapter 19, The arithmetic of a real run (``book/19_real_runs.ipynb``), in the syllabus: its part and lecture,
-what a student can do after it and after each of its exercises, its time, and the kind of each exercise whose
-title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 19's coursework: The arithmetic of a real run (``book/19_real_runs.ipynb``)."""
 
 NUMBER = 19
 PART, LECTURE = 5, 2

@@ -1,6 +1,4 @@
-"""Chapter 20, When the sampler is not the trainer (``book/20_sampler_trainer.ipynb``), in the syllabus: its part
-and lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 20's coursework: When the sampler is not the trainer (``book/20_sampler_trainer.ipynb``)."""
 
 NUMBER = 20
 PART, LECTURE = 5, 2

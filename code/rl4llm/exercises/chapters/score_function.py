@@ -1,6 +1,4 @@
-"""Chapter 7, The score-function trick (``book/07_score_function.ipynb``), in the syllabus: its part and lecture,
-what a student can do after it and after each of its exercises, its time, and the kind of each exercise whose
-title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 7's coursework: The score-function trick (``book/07_score_function.ipynb``)."""
 
 NUMBER = 7
 PART, LECTURE = 2, 1

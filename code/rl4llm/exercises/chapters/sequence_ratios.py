@@ -1,6 +1,5 @@
-"""Chapter 18, Sequence-level ratios, dynamic sampling and entropy (``book/18_sequence_ratios.ipynb``), in the
-syllabus: its part and lecture, what a student can do after it and after each of its exercises, its time, and
-the kind of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 18's coursework: Sequence-level ratios, dynamic sampling and entropy
+(``book/18_sequence_ratios.ipynb``)."""
 
 NUMBER = 18
 PART, LECTURE = 5, 1

@@ -1,6 +1,4 @@
-"""Chapter 3, One answer, two strings (``book/03_sequences.ipynb``), in the syllabus: its part and lecture, what
-a student can do after it and after each of its exercises, its time, and the kind of each exercise whose title
-names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 3's coursework: One answer, two strings (``book/03_sequences.ipynb``)."""
 
 NUMBER = 3
 PART, LECTURE = 1, 1

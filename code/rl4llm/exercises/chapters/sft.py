@@ -1,6 +1,4 @@
-"""Chapter 4, Supervised fine-tuning, one step at a time (``book/04_sft.ipynb``), in the syllabus: its part and
-lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 4's coursework: Supervised fine-tuning, one step at a time (``book/04_sft.ipynb``)."""
 
 NUMBER = 4
 PART, LECTURE = 1, 2

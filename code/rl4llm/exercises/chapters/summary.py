@@ -1,6 +1,4 @@
-"""Chapter 21, Everything in one place (``book/21_summary.ipynb``), in the syllabus: its part and lecture, what a
-student can do after it and after each of its exercises, its time, and the kind of each exercise whose title
-names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 21's coursework: Everything in one place (``book/21_summary.ipynb``)."""
 
 NUMBER = 21
 PART, LECTURE = 5, 2

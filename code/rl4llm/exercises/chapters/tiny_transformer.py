@@ -1,6 +1,4 @@
-"""Chapter 15, GRPO on a tiny transformer (``book/15_tiny_transformer.ipynb``), in the syllabus: its part and
-lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 15's coursework: GRPO on a tiny transformer (``book/15_tiny_transformer.ipynb``)."""
 
 NUMBER = 15
 PART, LECTURE = 4, 1

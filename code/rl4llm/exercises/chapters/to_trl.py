@@ -1,6 +1,4 @@
-"""Chapter 16, From this book to TRL, and past one machine (``book/16_to_trl.ipynb``), in the syllabus: its part
-and lecture, what a student can do after it and after each of its exercises, its time, and the kind of each
-exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 16's coursework: From this book to TRL, and past one machine (``book/16_to_trl.ipynb``)."""
 
 NUMBER = 16
 PART, LECTURE = 4, 2

@@ -1,6 +1,4 @@
-"""Chapter 11, How near is near: trust regions and PPO's clip (``book/11_trust_region_ppo.ipynb``), in the
-syllabus: its part and lecture, what a student can do after it and after each of its exercises, its time, and
-the kind of each exercise whose title names none (``rl4llm.course.syllabus`` gathers every chapter's)."""
+"""Chapter 11's coursework: How near is near: trust regions and PPO's clip (``book/11_trust_region_ppo.ipynb``)."""
 
 NUMBER = 11
 PART, LECTURE = 3, 1
