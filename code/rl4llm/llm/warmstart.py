@@ -33,7 +33,7 @@ from . import tasks as _tasks
 from . import trainer as _trainer
 from . import evaluation as _evaluation
 from ..toy import verifier as _verifier
-from .._checks import integer_at_least, positive_real, real_in_range
+from .._checks import at_least, check_fields, in_range, positive_real, real_in_range
 from .model import GPT, GPTConfig
 from .tasks import AdditionTask
 from .evaluation import greedy_accuracy
@@ -63,15 +63,14 @@ class WarmStartConfig:
     def __post_init__(self):
         if isinstance(self.model, dict):
             self.model = GPTConfig(**self.model)
-        integer_at_least(self.seed, "seed", 0)
-        positive_real(self.lr, "lr")
-        integer_at_least(self.batch_size, "batch_size", 1)
-        integer_at_least(self.max_steps, "max_steps", 1)
-        integer_at_least(self.eval_every, "eval_every", 1)
-        real_in_range(self.eval_from, "eval_from", 0.0, 1.0)
-        real_in_range(self.target_low, "target_low", 0.0, 1.0)
-        real_in_range(self.target_high, "target_high", self.target_low, 1.0)
-        integer_at_least(self.num_threads, "num_threads", 1)
+        check_fields(self, {"seed": at_least(0), "lr": positive_real, "batch_size": at_least(1),
+                            "max_steps": at_least(1), "eval_every": at_least(1), "eval_from": in_range(0.0, 1.0),
+                            "target_low": in_range(0.0, 1.0), "num_threads": at_least(1)}, _target_window)
+
+
+def _target_window(fields):
+    """Relation: the accuracy window is [target_low, target_high] with target_high in [target_low, 1]."""
+    real_in_range(fields["target_high"], "target_high", fields["target_low"], 1.0)
 
 
 @dataclass
