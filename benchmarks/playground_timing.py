@@ -3,7 +3,7 @@
     python benchmarks/playground_timing.py [--steps 300]
 
 One click runs ``steps`` GRPO steps of the chapter's settings from the shipped warm start (what
-``rl4llm.viz.part4.grpo_playground`` does, without the drawing), here at K = 1 and K = 4 inner
+``rl4llm.viz.tiny_transformer.grpo_playground`` does, without the drawing), here at K = 1 and K = 4 inner
 steps, and prints the wall time of each (evaluation included, as the reader waits for it) and the
 machine's load, since a busy machine makes every figure larger. The chapter aims at about 15 s at
 K = 1.

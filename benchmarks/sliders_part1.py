@@ -9,8 +9,11 @@ import numpy as np
 
 from rl4llm import CORRECT, LOGITS, decode_probs, sft_step, softmax, training_curves
 from rl4llm.math.two_step import two_spellings
-from rl4llm.viz.part1 import (PI_0, decoding_chart, distribution_chart, sft_step_chart, training_curves_chart,
-                              two_spellings_chart)
+from rl4llm.viz.decoding import decoding_chart
+from rl4llm.viz.distribution import distribution_chart
+from rl4llm.viz.forward_kl import training_curves_chart
+from rl4llm.viz.sequences import PI_0, two_spellings_chart
+from rl4llm.viz.sft import sft_step_chart
 from sliders_part2 import build_times
 from slider_timing import report
 

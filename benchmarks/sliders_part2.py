@@ -14,8 +14,10 @@ import time
 from rl4llm import LOGITS, REWARDS
 from rl4llm.math.estimators import jhat_study, variance_curve
 from rl4llm.studies.onpolicy import SEED_RUN, rl_and_sft_steps, seed_study
-from rl4llm.viz.part2 import (BASELINE, JHAT_GROUPS, STEP_LR, baseline_chart, jhat_chart, learning_band, learning_chart,
-                              seeds_chart, steps_chart)
+from rl4llm.viz.baselines import BASELINE, baseline_chart
+from rl4llm.viz.monte_carlo import JHAT_GROUPS, jhat_chart, seeds_chart
+from rl4llm.viz.on_policy_loop import learning_band, learning_chart
+from rl4llm.viz.score_function import STEP_LR, steps_chart
 from slider_timing import report
 
 SLIDERS = {

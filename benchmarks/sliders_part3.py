@@ -1,6 +1,6 @@
 """Time the library call behind every point of the charts of chapters 10-12, over each chart's grid.
 
-The charts (``rl4llm.viz.part3``) compute these numbers at every position of their sliders when the
+The charts (``rl4llm.viz.importance_sampling``, ``trust_region_ppo``, ``critic_gae``) compute these numbers at every position of their sliders when the
 cell runs and redraw in the browser from them (``benchmarks/chart_redraw.py`` times the redraw); each
 point here must take well under 20 ms, so that a chart's grid costs seconds of the chapter's run.
 ``slider_timing.report`` prints the median and the worst per chart, and the machine it ran on.
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 
-from rl4llm.viz.part3 import (CLIP_EPS, DRIFT, GAE, clip_curves, drift_law, drift_notes, gae_curves,
-                              inner_step_curves)
+from rl4llm.viz.critic_gae import GAE, gae_curves
+from rl4llm.viz.importance_sampling import DRIFT, drift_law, drift_notes
+from rl4llm.viz.trust_region_ppo import CLIP_EPS, clip_curves, inner_step_curves
 from slider_timing import report
 
 

@@ -2,8 +2,8 @@
 
     python scripts/write_warm_start.py
 
-Prints the SFT steps, the held-out accuracy, the CPU capability it ran with and the new SHA-256,
-which must then be pasted into ``SHIPPED_SHA256`` in ``code/rl4llm/llm/warmstart.py`` (the library
+Prints the SFT steps, the held-out accuracy and the CPU capability it ran with, and writes the new
+SHA-256 beside the checkpoint (``warmstart.pt.sha256``, which the library checks on every load: it
 refuses a shipped file whose hash differs). Do this only when the task, the model or the SFT
 procedure changes: every chapter-14 number starts from this file.
 """

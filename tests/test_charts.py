@@ -3,6 +3,7 @@ continuous slider has at least 25 positions and never fewer than the live widget
 opens at the figure the text discusses, and the stored chart is the one the library builds today."""
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import math
@@ -16,75 +17,46 @@ pytest.importorskip("altair")
 from rl4llm import CORRECT, LOGITS, VOCAB, decode_probs, sft_step, softmax  # noqa: E402
 from rl4llm.viz import charts  # noqa: E402
 from rl4llm.viz.charts import Slider, bar_chart, chart_rows, chart_sliders, from_csv, grid, to_csv  # noqa: E402
-from rl4llm.viz.part1 import (DECODING, LEARNING_RATE, TEMPERATURE, decoding_chart,  # noqa: E402
-                              distribution_chart, sft_step_chart)
+from rl4llm.viz.decoding import DECODING, decoding_chart  # noqa: E402
+from rl4llm.viz.distribution import TEMPERATURE, distribution_chart  # noqa: E402
+from rl4llm.viz.sft import LEARNING_RATE, sft_step_chart  # noqa: E402
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
+VIZ = Path(__file__).resolve().parents[1] / "code" / "rl4llm" / "viz"
+#: Every chapter, found by glob (``book/NN_<stem>.ipynb``); its charts are in ``rl4llm.viz.<stem>``.
+CHAPTERS = {p.stem.split("_", 1)[1]: p.stem for p in sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))}
+#: The viz modules that are no chapter's: shared by every chapter.
+SHARED = {"__init__", "charts", "style", "source"}
+#: Every chart of the book as ``chapter/name``: each declared beside its builder, in its chapter's viz module's
+#: ``CHARTS`` (``rl4llm.viz.charts.Declared``: its builder, its sliders and its oracle, the library's numbers
+#: at a setting without the viz code).
+DECLARED = {f"{CHAPTERS[path.stem]}/{d.name}": d for path in sorted(VIZ.glob("*.py")) if path.stem in CHAPTERS
+            for d in getattr(importlib.import_module(f"rl4llm.viz.{path.stem}"), "CHARTS", ())}
 
 
-# chapters 17 and 18: the bars' numbers at a setting, from the library without the viz code
-from rl4llm.studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task  # noqa: E402
-from rl4llm.studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy  # noqa: E402
-from rl4llm.studies.sequence_ratios import WEIGHTINGS, chain_sequences, reweighted_moments  # noqa: E402
-from rl4llm.viz import estimator_charts as ec  # noqa: E402
-from rl4llm.viz import sequence_charts as sc  # noqa: E402
-
-ONE_STEP, TWO_STEP = one_step_task(), two_step_task()
+def _opening(sliders) -> dict:
+    """The setting a chart opens at: its sliders' defaults (the figure the text discusses)."""
+    return {s.name: s.default for s in sliders}
 
 
-def _one_step(G, key, scale=1.0):
-    return [estimator_moments(ONE_STEP, G, a)[key] / scale for a in ADVANTAGES]
+def _discrete(sliders) -> set:
+    """The sliders that take every value of their range: whole numbers a step of 1 apart."""
+    return {s.name for s in sliders if s.integer and s.step == 1}
 
 
-def _kl(p5, key):
-    m = kl_estimator_moments(moved_policy(p5))
-    return [m[k]["bias"] if key == "bias" else np.sqrt(m[k]["variance"]) for k in ESTIMATORS]
+#: Bar charts: builder, its sliders, the library's numbers at a setting, its bars, the positions of the
+#: ipywidgets slider it replaced (None if none) and the chart's opening setting.
+CHARTS = {name: (d.build, list(d.sliders), d.oracle, d.categories, d.replaced, _opening(d.sliders))
+          for name, d in DECLARED.items() if d.categories is not None}
 
 
-def _chain(L, steps, key, clips=None):
-    task = chain_sequences(L, steps, sc.LEAD_LR)
-    if clips is None:
-        return [reweighted_moments(task, w)[key] for w in WEIGHTINGS]
-    return [reweighted_moments(task, w, low, high)[key] for _, w, low, high in clips]
-
-
-PART5_BARS = {
-    "17_estimators/bias": (ec.estimator_bias_chart, [ec.G_ONE_STEP], lambda G: _one_step(G, "relative_bias"),
-                           ADVANTAGES, None, {"G": 8}),
-    "17_estimators/mse": (ec.estimator_mse_chart, [ec.G_ONE_STEP],
-                          lambda G: _one_step(G, "mean_squared_error", float(ONE_STEP.gradient @ ONE_STEP.gradient)),
-                          ADVANTAGES, None, {"G": 8}),
-    "17_estimators/aggregation": (ec.aggregation_bias_chart, [ec.G_TWO_STEP, ec.LENGTH_CAP],
-                                  lambda G, L_max: [estimator_moments(TWO_STEP, G, "rloo", t, L_max)["relative_bias"]
-                                                    for t in ec.AGGREGATIONS],
-                                  ec.AGGREGATIONS, None, {"G": 8, "L_max": 3}),
-    "17_estimators/kl_bias": (ec.kl_bias_chart, [ec.PI_5], lambda p5: _kl(p5, "bias"), ESTIMATORS, None,
-                              {"p5": 0.5}),
-    "17_estimators/kl_std": (ec.kl_std_chart, [ec.PI_5], lambda p5: _kl(p5, "std"), ESTIMATORS, None, {"p5": 0.5}),
-    "18_sequence_ratios/variance": (sc.variance_chart, [sc.LENGTH, sc.LEAD],
-                                    lambda L, steps: _chain(L, steps, "variance"), sc.WEIGHTING_LABELS, None,
-                                    {"L": 6, "steps": 2}),
-    "18_sequence_ratios/clip": (sc.clip_chart, [sc.LENGTH, sc.LEAD],
-                                lambda L, steps: _chain(L, steps, "zero_share", sc.CLIPS),
-                                [label for label, *_ in sc.CLIPS], None, {"L": 6, "steps": 2}),
-}
-
-#: Bar charts (a page's charts as ``chapter/what``, in the page's order): builder, its sliders, the
-#: library's numbers at a setting (computed here without the viz code), its bars, the positions the
-#: ipywidgets slider it replaced had (chapter 1: FloatLogSlider 10^-1.3..10^1.3 step 0.05; chapter 2: the
-#: same to 10^1.7, IntSlider 1..5, FloatSlider 0.05..1 step 0.05; chapter 4: FloatSlider 0..5 step 0.1;
-#: None for the charts of Part V, which replaced none) and the chart's opening setting (the figure the
-#: text discusses: the toy as trained, T = 1 and nothing cut, one step at lr = 1).
-CHARTS = {
-    "01_distribution": (distribution_chart, [TEMPERATURE], lambda T: softmax(LOGITS, T), VOCAB, {"T": 53},
-                        {"T": 1.0}),
-    "02_decoding": (decoding_chart, list(DECODING),
-                    lambda T, top_k, top_p: decode_probs(LOGITS, T, top_k=top_k, top_p=top_p), VOCAB,
-                    {"T": 61, "top_k": 5, "top_p": 20}, {"T": 1.0, "top_k": 5, "top_p": 1.0}),
-    "04_sft": (sft_step_chart, [LEARNING_RATE], lambda lr: softmax(sft_step(LOGITS, CORRECT, lr)), VOCAB,
-               {"lr": 51}, {"lr": 1.0}),
-    **PART5_BARS,
-}
+def test_every_viz_module_is_a_chapters_and_every_chapter_with_a_chart_declares_its_charts():
+    modules = {p.stem for p in VIZ.glob("*.py")}
+    assert modules - SHARED <= set(CHAPTERS), f"viz modules of no chapter: {sorted(modules - SHARED - set(CHAPTERS))}"
+    declaring = {page for stem, page in CHAPTERS.items() if stem in modules
+                 and hasattr(importlib.import_module(f"rl4llm.viz.{stem}"), "CHARTS")}
+    with_charts = {page for page in CHAPTERS.values() if stored_charts(page)}
+    assert with_charts == declaring and {name.split("/")[0] for name in DECLARED} <= with_charts
 
 
 @pytest.fixture(scope="module", params=list(CHARTS))
@@ -140,7 +112,7 @@ def test_the_stored_chart_is_the_one_the_library_builds(built):
     chapter, spec, *_ = built
     stored = stored_charts(chapter)
     assert json.loads(json.dumps(spec)) in stored
-    assert len(stored) == sum(1 for name in (*CHARTS, *LINE_CHARTS) if name.split("/")[0] == chapter.split("/")[0])
+    assert len(stored) == sum(1 for name in DECLARED if name.split("/")[0] == chapter.split("/")[0])
 
 
 def test_positions_the_exercises_ask_for_are_on_the_grid():
@@ -270,268 +242,35 @@ def test_a_line_chart_with_moving_points_stores_each_settings_own_x_its_error_ba
                           ylabel="y", headline="h")
 
 
-# ----------------------------------------------------------------------------- chapters 3 and 5-9
-from functools import lru_cache  # noqa: E402
+# ----------------------------------------------------------------------------- line charts of the book
+from rl4llm import TOY_GROUP, TOY_GROUP_ADVANTAGES, drift_case, drift_variance_ratio, ppo_inner_steps  # noqa: E402
+from rl4llm.viz import (baselines, critic_gae, forward_kl, grpo_toy, importance_sampling, monte_carlo,  # noqa: E402
+                        on_policy_loop, score_function, sequences, trust_region_ppo)
 
-from rl4llm import REWARDS, estimator_variance, expected_reward, optimal_baseline, training_curves  # noqa: E402
-from rl4llm.math.estimators import jhat_study  # noqa: E402
-from rl4llm.studies.onpolicy import learning_curve_band, rl_and_sft_steps, seed_study  # noqa: E402
-from rl4llm.math.statistics import t_quantile  # noqa: E402
-from rl4llm.math.two_step import two_spellings  # noqa: E402
-from rl4llm import (TOY_GROUP, TOY_GROUP_ADVANTAGES, advantage_table, clipped_objective,  # noqa: E402
-                    clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
-from rl4llm.math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES  # noqa: E402
-from rl4llm.studies.toy_grpo import grpo_slider_run  # noqa: E402
-from rl4llm.viz import part1, part2, part3, part3_grpo  # noqa: E402
+#: Line charts: builder, the sliders of its grid, its marker slider (or None), the library's (x, rows) at a
+#: setting, the positions of the ipywidgets slider it replaced (None if none), the sliders that take every
+#: value of their range and the chart's opening setting.
+LINE_CHARTS = {name: (d.build, list(d.sliders), d.marker, d.oracle, d.replaced,
+                      _discrete([*d.sliders, *([d.marker] if d.marker else [])]),
+                      _opening([*d.sliders, *([d.marker] if d.marker else [])]))
+               for name, d in DECLARED.items() if d.categories is None}
 
-
-@lru_cache(maxsize=1)
-def _seed_pool():
-    """Chapter 6's one study: 128 runs; the chart at n shows its first n (never a fresh set of n)."""
-    return seed_study(128, seed=0, G=4, lr=1.0, steps=10)["finals"]
-
-
-def _first(n_seeds):
-    finals = _seed_pool()[:n_seeds]
-    return finals, finals.mean(), finals.std(ddof=1) / math.sqrt(n_seeds)
-
-
-def _seeds(n_seeds):
-    finals, mean, se = _first(n_seeds)
-    half = t_quantile(0.975, n_seeds - 1) * se
-    ends = np.full(n_seeds, np.nan)
-    ends[[0, -1]] = 1.0                                   # the mean and the interval: their two ends
-    return np.arange(1, n_seeds + 1), [finals, mean * ends, (mean - half) * ends, (mean + half) * ends]
-
-
-def _seed_errors():
-    n = np.arange(2, 129)
-    sigma = seed_study(4096, seed=1, G=4, lr=1.0, steps=10)["std"]
-    return n, [sigma / np.sqrt(n), [_first(int(k))[2] for k in n]]
 
 
 def test_the_seeds_chart_adds_runs_to_one_study():
     """More seeds extend the same runs: the chart's points at n are the first n of its points at n + 1."""
-    rows = chart_rows(part2.seeds_chart().to_dict())
+    rows = chart_rows(monte_carlo.seeds_chart().to_dict())
     runs = {n: [row["s0"] for row in rows if row["n_seeds"] == n] for n in (2, 8, 9, 128)}
     assert runs[8] == runs[9][:8] == runs[128][:8] and runs[2] == runs[128][:2]
 
 
-def _baseline_x():
-    """The slider's b, and every grader's mean reward J and optimal b* (the chart marks both)."""
-    marks = [f(LOGITS, REWARDS + offset) for offset in part2.OFFSET.values for f in (expected_reward, optimal_baseline)]
-    return np.unique(np.round(np.r_[part2.BASELINE.values, marks], 10))
-
-
-def _baseline(offset):
-    r, b = REWARDS + offset, _baseline_x()
-    mean, best = expected_reward(LOGITS, r), optimal_baseline(LOGITS, r)
-    ratio = np.array([estimator_variance(LOGITS, r, x) for x in b]) / estimator_variance(LOGITS, r, mean)
-    return b, [ratio, np.where(np.isclose(b, mean, rtol=0, atol=1e-9), ratio, np.nan),
-               np.where(np.isclose(b, best, rtol=0, atol=1e-9), ratio, np.nan)]
-
-
 def test_the_baseline_chart_marks_the_mean_and_the_optimum_of_every_grader():
-    rows = chart_rows(part2.baseline_chart().to_dict())
+    rows = chart_rows(baselines.baseline_chart().to_dict())
     for offset in (0.0, 0.25, 10.0):
         at = [row for row in rows if row["offset"] == offset]
         (mean,) = [row["x"] for row in at if row["s1"] == row["s1"]]          # not NaN: the one marked point
         (best,) = [row["x"] for row in at if row["s2"] == row["s2"]]
         assert mean == pytest.approx(offset + 0.2, abs=1e-6) and best == pytest.approx(offset + 43 / 185, abs=1e-6)
-
-
-def _learning(G, lr):
-    band = learning_curve_band(G, lr, 30, 100, 0)
-    return np.arange(31), [band["median"], band["low"], band["high"],
-                           np.concatenate([[np.nan], band["zero_signal_fraction"]])]
-
-
-#: Line charts: builder, the sliders of its grid, its marker slider (or None), the library's (x, rows)
-#: at a setting, computed here without the viz code, the positions of the ipywidgets slider it replaced
-#: (ch3: FloatSliders 0..1 step 0.05; ch5: 0.1..5 step 0.1; ch6: IntSliders 1..64 and 2..128; ch7:
-#: 0..8 step 0.25; ch8: offset 0..10 step 0.5, b -1..11 step 0.1; ch9: G 1..32, lr 0.25..4 step 0.25),
-#: the discrete sliders and the chart's opening setting (the figure the text discusses).
-LINE_CHARTS = {
-    "03_sequences": (part1.two_spellings_chart, [part1.P_5_AFTER_0], part1.PI_0,
-                     lambda p_5_after_0: (part1.PI_0.values, [[two_spellings(q, p_5_after_0)[k] for q in part1.PI_0.values]
-                                                              for k in ("5", "05", "correct")]),
-                     {"pi_0": 21, "p_5_after_0": 21}, set(), {"pi_0": 0.1, "p_5_after_0": 0.2}),
-    "05_forward_kl": (part1.training_curves_chart, [part1.TRAINING_LR], None,
-                      lambda lr: (np.arange(26), [training_curves(lr, 25)[f"{run}_{k}"] for run in ("sft", "rl")
-                                                  for k in ("5", "05", "5_after_0")]),
-                      {"lr": 50}, set(), {"lr": 1.0}),
-    "06_monte_carlo": (part2.jhat_chart, [part2.JHAT_G], None,
-                       lambda G: (lambda s: (s["values"], [s["frequencies"], s["law"], 2 * s["frequency_standard_errors"]]))(
-                           jhat_study(G, 0.2, 20_000, 0)),
-                       {"G": 64}, {"G"}, {"G": 4}),
-    "06_monte_carlo/seeds": (part2.seeds_chart, [part2.N_SEEDS], None, _seeds, {"n_seeds": 127}, {"n_seeds"},
-                             {"n_seeds": 8}),
-    "06_monte_carlo/seed_errors": (part2.seeds_error_chart, [], part2.N_SEEDS, _seed_errors, {"n_seeds": 127},
-                                   {"n_seeds"}, {"n_seeds": 8}),
-    "07_score_function": (part2.steps_chart, [], part2.STEP_LR,
-                          lambda: (part2.STEP_LR.values, [rl_and_sft_steps(part2.STEP_LR.values)[k][:, CORRECT]
-                                                          for k in ("pi_rl", "pi_sft")]),
-                          {"lr": 33}, set(), {"lr": 1.0}),
-    "08_baselines": (part2.baseline_chart, [part2.OFFSET], part2.BASELINE, _baseline, {"offset": 21, "b": 121},
-                     set(), {"offset": 10.0, "b": 0.0}),
-    "09_on_policy_loop": (part2.learning_chart, [part2.LEARNING_G, part2.LEARNING_LR], None, _learning,
-                          {"G": 32, "lr": 16}, {"G"}, {"G": 8, "lr": 1.0}),
-}
-
-
-# chapters 10-14: the library's numbers at a setting, computed here without the viz code
-def _drift(drift, G):
-    d = drift_case(drift, G)
-    law = np.zeros((2, 33))                               # how many 5s among G draws: 0 to 32
-    law[0, :G + 1], law[1, :G + 1] = d["on_probs"], d["is_probs"]
-    return np.arange(33), law
-
-
-def _clip(eps):
-    rho = np.round(np.linspace(0.0, 2.5, 126), 10)      # the x the chart stores: 0.82 itself, not 0.8200000000000001
-    return rho, [f(rho, np.full_like(rho, A), eps) for A in (0.8, -0.2) for f in (clipped_objective,
-                                                                                  clipped_objective_grad)]
-
-
-def _inner(eps):
-    out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, 0.5, 24)
-    return np.arange(25), [out["kl"], out["clip_fraction"], out["probs"][:, CORRECT], out["probs"][:, 1]]
-
-
-def _grpo(**setting):
-    run = grpo_slider_run(**setting)
-    return np.arange(11), [run["pi_correct"], run["entropy"], run["kl_ref"],
-                           np.r_[np.nan, run["inner_clip_fraction"][:, -1]]]
-
-
-#: The line charts of chapters 10-14, as ``LINE_CHARTS``; the ipywidgets they replaced: ch10 FloatSlider
-#: 0.05..0.95 step 0.05, IntSlider 1..32; ch11 eps 0.05..0.5 step 0.05, K 1..24; ch12 FloatSliders 0..1 and
-#: 0.05..1 step 0.05; ch13 G 2..32 step 2, eps 0.05..0.9 step 0.05, lr 10^-1..10^0.7 step 0.1 (18 positions),
-#: ch14 beta 0..2 step 0.1.
-PART3_CHARTS = {
-    "10_importance_sampling": (part3.drift_chart, list(part3.DRIFT), None, _drift, {"drift": 19, "G": 32}, {"G"},
-                               {"drift": 0.5, "G": 8}),
-    "11_trust_region_ppo/clip": (part3.clip_chart, [part3.CLIP_EPS], None, _clip, {"eps": 10}, set(), {"eps": 0.2}),
-    "11_trust_region_ppo/inner": (part3.inner_steps_chart, [part3.CLIP_EPS], part3.INNER_K, _inner,
-                                  {"eps": 10, "K": 24}, {"K"}, {"eps": 0.2, "K": 12}),
-    "12_critic_gae": (part3.gae_chart, list(part3.GAE), None,
-                      lambda lam, gamma: (np.arange(3), advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma,
-                                                                        lams=(0.0, lam, 1.0))["advantages"]),
-                      {"lam": 21, "gamma": 20}, set(), {"lam": 0.5, "gamma": 1.0}),
-    **{f"{page}/{name}": (lambda name=name: part3_grpo.grpo_run_chart(name), [s], None, _grpo, {name: widget},
-                          {"G"} & {name}, {name: s.default})
-       for (name, s), widget, page in zip(part3_grpo.GRPO_SLIDERS.items(), (16, 18, 18, 21),
-                                          ("13_grpo_toy",) * 3 + ("14_grpo_choices",))},
-}
-LINE_CHARTS.update(PART3_CHARTS)
-
-
-# chapters 18 and 19: the library's numbers at a setting, computed here without the viz code
-from functools import lru_cache  # noqa: E402
-
-from rl4llm import draws_per_kept_group, grpo_toy_run, memory_budget, run_over_seeds, schedule  # noqa: E402
-from rl4llm.math.memory import QWEN25_1_5B, shape_options  # noqa: E402
-from rl4llm.math.pass_at_k import pass_at_k  # noqa: E402
-from rl4llm.math.step_time import (H100_SXM, SCHEDULES, generation_seconds, training_seconds,  # noqa: E402
-                              weight_sync_seconds)
-from rl4llm.viz import real_runs as rr  # noqa: E402
-
-#: The model state's parts, and chapter 19's sizes: 25 from 1e5 to 1e11 and chapter 15's GPT, 7B and 70B.
-STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
-TINY_GPT = 102016
-SIZES = np.unique(np.r_[np.logspace(5, 11, 25), TINY_GPT, 7e9, 70e9])
-
-
-def _state_gb(n, n_gpus, stage, reference=True):
-    b = memory_budget(float(n), n_gpus=n_gpus, sharding=("none", "zero1", "zero2", "zero3")[stage], reference=reference)
-    return sum(b[p] for p in STATE) / 1e9
-
-
-def _fits(n_gpus, stage):
-    return SIZES / 1e9, [[_state_gb(n, n_gpus, stage) for n in SIZES],
-                         [_state_gb(n, n_gpus, stage, reference=False) for n in SIZES],
-                         [H100_SXM["memory_bytes"] / 1e9] * len(SIZES)]
-
-
-def _batch(G, parts):
-    """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
-    def gb(T, part, **options):
-        return memory_budget(QWEN25_1_5B.n_params, prompts=1, group_size=G, prompt_length=512,
-                             completion_length=int(T), **shape_options(QWEN25_1_5B), **options)[part] / 1e9
-    T = rr.COMPLETION.values
-    every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
-             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T],
-             [gb(t, "kv_cache") for t in T]]
-    return T, every[parts]
-
-
-def _step(n, G, samplers, trainers, completion=4096):
-    """Rollout, training and sync seconds of 64 prompts of 512 tokens, G each, 40% of an H100's bf16 peak;
-    the busiest sampler decodes its share at 60% of the bandwidth, reading a KV cache of 57,344 bytes a token
-    at 7B (Qwen2.5-7B's shape) scaled with n, in waves of what 80 GB holds beside the weights."""
-    F, sequences = 0.4 * H100_SXM["bf16_flops"], 64 * G
-    return (generation_seconds(n, math.ceil(sequences / samplers), 512, completion, flops_per_second=F,
-                               bandwidth=0.6 * H100_SXM["memory_bandwidth"], kv_bytes_per_token=round(57344 * n / 7e9),
-                               memory_bytes=80e9),
-            training_seconds(n, sequences * (512 + completion), F, gpus=trainers), weight_sync_seconds(n, 50e9))
-
-
-def _walls(G):
-    """Wall seconds of 7B's step: all 16 GPUs in turn (the weights over NVLink), then each split apart."""
-    rollout, train, _ = _step(7e9, G, 16, 16)
-    together = schedule(rollout, train, weight_sync_seconds(7e9, H100_SXM["nvlink_bandwidth"]), "synchronous")
-    splits = rr.ROLLOUT_GPUS.values
-    apart = [[schedule(*_step(7e9, G, int(r), 16 - int(r)), m)["wall"] for r in splits] for m in SCHEDULES[1:]]
-    return splits, [[together["wall"]] * len(splits)] + apart
-
-
-#: Chapter 18's trained toys (the chapter's 40 seeds of three settings) and the ks of its pass@k chart.
-PASS_SETTINGS = {"eps 0.2": {}, "clip-higher 0.28": {"eps_high": 0.28}, "entropy bonus 0.1": {"entropy_coef": 0.1}}
-PASS_KS = [1, 2, 4, 8, 16, 32]
-
-
-@lru_cache(maxsize=None)
-def pass_curves() -> dict:
-    return {name: run_over_seeds(grpo_toy_run, range(40), G=8, K=4, lr=0.5, steps=8, **extra)["pi_correct"]
-            for name, extra in PASS_SETTINGS.items()}
-
-
-#: The line charts of chapters 18 and 19, as ``LINE_CHARTS`` (they replaced no widget).
-PART5_LINES = {
-    "19_real_runs/fits": (lambda: rr.fits_chart(SIZES, TINY_GPT), [rr.GPUS, rr.STAGE], None, _fits, None,
-                          {"n_gpus", "stage"}, {"n_gpus": 8, "stage": 3}),
-    "19_real_runs/activations": (lambda: rr.batch_charts()[0], [rr.GROUP], rr.COMPLETION,
-                                 lambda G: _batch(G, slice(0, 2)), None, {"G"}, {"G": 8, "completion": 4096}),
-    "19_real_runs/logits": (lambda: rr.batch_charts()[1], [rr.GROUP], rr.COMPLETION,
-                            lambda G: _batch(G, slice(2, 5)), None, {"G"}, {"G": 8, "completion": 4096}),
-    "19_real_runs/time": (rr.time_chart, [rr.MODEL_SIZE], None,
-                          lambda billions: (rr.GROUPS, np.array([_step(billions * 1e9, int(G), 8, 8)
-                                                                 for G in rr.GROUPS]).T),
-                          None, set(), {"billions": 7}),
-    "19_real_runs/schedule": (rr.schedule_chart, [rr.GROUP], rr.ROLLOUT_GPUS, _walls, None, {"G", "rollout_gpus"},
-                              {"G": 8, "rollout_gpus": 8}),
-    "18_sequence_ratios/cost": (sc.cost_chart, [sc.GROUP], None,
-                                lambda G: (sc.P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G)
-                                                         for p in sc.P_RIGHT]]),
-                                None, {"G"}, {"G": 8}),
-    "18_sequence_ratios/pass_at_k": (lambda: sc.pass_at_k_chart(pass_curves(), PASS_KS),
-                                     [charts.Slider("t", "training step", 0, 8, 1, 8, fmt="d")], None,
-                                     lambda t: (PASS_KS, [[pass_at_k(p[:, t], k).mean() for k in PASS_KS]
-                                                          for p in pass_curves().values()]),
-                                     None, {"t"}, {"t": 8}),
-}
-# chapter 20: the spread of a sequence's capped weight, from the closed form (rl4llm.llm.sampler_study)
-from rl4llm.llm.sampler_study import CAP_RULES, lognormal_weight_moments  # noqa: E402
-from rl4llm.viz import sampler_charts  # noqa: E402
-
-PART5_LINES["20_sampler_trainer"] = (
-    sampler_charts.weight_chart, [sampler_charts.LENGTH, sampler_charts.CAP], None,
-    lambda L, cap: (sampler_charts.SIGMA, [[np.sqrt(lognormal_weight_moments(s * np.sqrt(L), cap, rule)[1])
-                                            for s in sampler_charts.SIGMA] for rule in CAP_RULES]),
-    None, {"L"}, {"L": 4, "cap": 3.0})
-LINE_CHARTS.update(PART5_LINES)        # the tests below check every line chart of the book
-#: Settings of chapter 9's grid recomputed here (its 992 settings of 100 runs each take a while).
-LEARNING_SAMPLE = [(1, 0.25), (8, 1.0), (8, 2.0), (32, 4.0), (13, 2.875), (2, 0.5)]
 
 
 @pytest.fixture(scope="module", params=list(LINE_CHARTS))
@@ -550,8 +289,8 @@ def test_a_line_charts_data_are_the_librarys_numbers_at_every_setting(line_built
     rows = chart_rows(spec)
     settings = sorted({tuple(row[s.name] for s in sliders) for row in rows})
     assert settings == sorted(itertools.product(*(s.values for s in sliders)))
-    if chapter == "09_on_policy_loop":
-        settings = LEARNING_SAMPLE
+    if DECLARED[chapter].checked:
+        settings = DECLARED[chapter].checked
     by_setting = {}                                  # the rows of each setting, found once (not per setting)
     for row in rows:
         by_setting.setdefault(_setting_key(row[s.name] for s in sliders), []).append(row)
@@ -562,9 +301,9 @@ def test_a_line_charts_data_are_the_librarys_numbers_at_every_setting(line_built
         np.testing.assert_allclose([row["x"] for row in at], x, rtol=0, atol=0.5e-6)
         keys = sorted((k for k in at[0] if k[0] in "se" and k[1:].isdigit()), key=lambda k: (k[0] == "e", k))
         stored = np.array([[row[k] for row in at] for k in keys])
-        # stored to 6 decimals (3 for ch9): half a unit of the last, and the float error of a half
+        # stored to its decimals: half a unit of the last, and the float error of a half
         np.testing.assert_allclose(stored, np.asarray(expected, dtype=float), rtol=0,
-                                   atol=(0.5e-3 if chapter.startswith("09") else 0.5e-6) + 1e-12,
+                                   atol=0.5 * 10.0 ** -DECLARED[chapter].decimals + 1e-12,
                                    err_msg=str(params))
 
 
@@ -579,39 +318,39 @@ def test_the_stored_line_charts_are_the_ones_the_library_builds(line_built):
     chapter, spec = line_built
     stored = stored_charts(chapter)
     assert json.loads(json.dumps(spec)) in stored
-    assert len(stored) == sum(1 for name in (*CHARTS, *LINE_CHARTS) if name.split("/")[0] == chapter.split("/")[0])
+    assert len(stored) == sum(1 for name in DECLARED if name.split("/")[0] == chapter.split("/")[0])
 
 
 def test_positions_the_exercises_of_chapters_3_and_5_to_9_ask_for_are_on_the_grid():
     on = lambda slider, v: np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9))
-    assert on(part1.PI_0, 0.1) and on(part1.P_5_AFTER_0, 0.9)                                  # ex-ch03-talkative
-    assert all(on(part1.PI_0, v) for v in (0.15, 0.2)) and on(part1.P_5_AFTER_0, 1.0)          # ex-ch03-sliders
-    assert all(on(part1.TRAINING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))                         # ex-ch05-slider
-    assert all(on(part2.JHAT_G, G) for G in (4, 13, 14, 16, 64))                               # ex-ch06-bell
-    assert on(part2.STEP_LR, 1.0) and on(part2.STEP_LR, 5.0)                                    # ex-ch07-slider
-    assert on(part2.OFFSET, 0.0) and on(part2.OFFSET, 10.0)                                     # ex-ch08-overshoot
-    assert all(on(part2.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
-    assert on(part2.LEARNING_G, 8) and all(on(part2.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
+    assert on(sequences.PI_0, 0.1) and on(sequences.P_5_AFTER_0, 0.9)                                  # ex-ch03-talkative
+    assert all(on(sequences.PI_0, v) for v in (0.15, 0.2)) and on(sequences.P_5_AFTER_0, 1.0)          # ex-ch03-sliders
+    assert all(on(forward_kl.TRAINING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))                         # ex-ch05-slider
+    assert all(on(monte_carlo.JHAT_G, G) for G in (4, 13, 14, 16, 64))                               # ex-ch06-bell
+    assert on(score_function.STEP_LR, 1.0) and on(score_function.STEP_LR, 5.0)                                    # ex-ch07-slider
+    assert on(baselines.OFFSET, 0.0) and on(baselines.OFFSET, 10.0)                                     # ex-ch08-overshoot
+    assert all(on(baselines.BASELINE, b) for b in (0.0, 0.2, 0.4, 0.5, 1.0, 10.2, 11.0))
+    assert on(on_policy_loop.LEARNING_G, 8) and all(on(on_policy_loop.LEARNING_LR, v) for v in (0.5, 1.0, 2.0, 4.0))  # ex-ch09-lr
 
 
 # ----------------------------------------------------------------------------- chapters 10-14
 def test_chapter_10_to_14_sliders_reach_their_live_widgets_ends_and_the_positions_the_text_names():
     on = lambda slider, *vs: all(np.any(np.isclose(slider.values, v, rtol=0, atol=1e-9)) for v in vs)
-    drift, G = part3.DRIFT
+    drift, G = importance_sampling.DRIFT
     assert (drift.start, drift.stop) == (0.05, 0.95) and on(drift, 0.05, 0.1, 0.2, 0.5, 0.8, 0.95)  # ex-ch10-drift
     assert on(G, 1, 8, 16, 32) and list(G.values) == list(range(1, 33))
-    assert on(part3.CLIP_EPS, 0.05, 0.1, 0.2, 0.3, 0.5)                                  # ex-ch11-long-reuse
-    assert list(part3.INNER_K.values) == list(range(1, 25)) and part3.INNER_K.positions == 24
-    lam, gamma = part3.GAE                                                              # ex-ch12-equal-credit
+    assert on(trust_region_ppo.CLIP_EPS, 0.05, 0.1, 0.2, 0.3, 0.5)                                  # ex-ch11-long-reuse
+    assert list(trust_region_ppo.INNER_K.values) == list(range(1, 25)) and trust_region_ppo.INNER_K.positions == 24
+    lam, gamma = critic_gae.GAE                                                              # ex-ch12-equal-credit
     assert on(lam, 0.0, 0.5, 0.65, 0.675, 0.7, 1.0) and on(gamma, 0.7, 0.75, 0.775, 0.8, 1.0)
     assert gamma.start < gamma.stop and gamma.default == gamma.stop    # gamma runs upward, opens at 1
-    s = part3_grpo.GRPO_SLIDERS                                   # chapters 13 and 14's text, ex-ch14-leash
+    s = grpo_toy.GRPO_SLIDERS                                   # chapters 13 and 14's text, ex-ch14-leash
     assert on(s["G"], 2, 8, 32) and on(s["eps"], 0.05, 0.15, 0.5, 0.9) and on(s["lr"], 0.1, 0.5, 1.0, 3.0, 5.0)
     assert on(s["beta"], 0.0, 0.5, 2.0) and s["beta"].positions >= 21
 
 
 def test_the_drift_charts_notes_are_the_librarys():
-    notes = part3.drift_notes(0.5, 8)
+    notes = importance_sampling.drift_notes(0.5, 8)
     d = drift_case(0.5, 8)
     assert notes == {"stale 5 adds ρ(5)/G": d["ratio"] / 8, "P(no stale 5)": d["p_no_correct"],
                      "variance stale ÷ fresh": drift_variance_ratio([0.5])[0]}
@@ -628,7 +367,7 @@ def test_the_inner_steps_chart_reads_a_run_of_K_steps_at_its_marker():
 
 def test_grpo_run_chart_refuses_an_unknown_slider():
     with pytest.raises(ValueError, match="name must be one of"):
-        part3_grpo.grpo_run_chart("K")
+        grpo_toy.grpo_run_chart("K")
 
 
 def test_a_label_with_a_quote_is_a_valid_vega_string():

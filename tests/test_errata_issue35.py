@@ -28,7 +28,7 @@ def test_chapter_8_the_group_mean_is_shrunk_to_seven_eighths_and_the_fair_ratios
 # ----------------------------------------------------------------------------- chapter 5
 def test_chapter_5_at_lr_0_1_the_highest_point_is_the_last_step():
     from rl4llm.math.two_step import training_curves
-    from rl4llm.viz.part1 import TRAINING_LR
+    from rl4llm.viz.forward_kl import TRAINING_LR
     slow = training_curves(0.1, 25)["rl_05"]
     assert int(np.argmax(slow)) == 25 and slow[-1] > slow[-2]
     assert all(np.argmax(training_curves(lr, 25)["rl_05"]) < 25 for lr in TRAINING_LR.values if lr >= 0.2)
@@ -50,11 +50,11 @@ def test_chapter_9_chart_prints_what_it_stores():
     """The chart keeps 3 decimals and prints 3: 0.746 at G = 8, lr = 1 is the cell's 0.7455 rounded."""
     import inspect
 
-    from rl4llm.viz import part2
+    from rl4llm.viz import on_policy_loop
     from rl4llm.viz.charts import rounded
-    source = inspect.getsource(part2.learning_chart)
+    source = inspect.getsource(on_policy_loop.learning_chart)
     assert 'decimals=3, fmt=".3f"' in source
-    median = part2.learning_band(8, 1.0)["median"][10]
+    median = on_policy_loop.learning_band(8, 1.0)["median"][10]
     assert f"{median:.4f}" == "0.7455" and f"{rounded(median, 3):.3f}" == "0.746"
 
 
@@ -127,6 +127,6 @@ def test_chapter_15_grid_chart_is_live_over_every_stored_run():
 
 def test_chapter_8_chart_the_mean_and_the_optimum_move_together_with_the_offset():
     """The chart's note: J and b* shift by the offset alike, so they stay 0.2 and 0.2324 apart as for 0/1."""
-    from rl4llm.viz.part2 import OFFSET
+    from rl4llm.viz.baselines import OFFSET
     gaps = {round(optimal_baseline(LOGITS, REWARDS + o) - expected_reward(LOGITS, REWARDS + o), 9) for o in OFFSET.values}
     assert gaps == {round(43 / 185 - 0.2, 9)}

@@ -18,8 +18,8 @@ from rl4llm.studies.onpolicy import SEED_RUN, learning_curve_band, repeated_band
 from rl4llm.math.statistics import noise_floor, t_quantile, welch_dof  # noqa: E402
 from rl4llm.math.two_step import (answer_probabilities, expected_verifier_reward, two_step_policy,  # noqa: E402
                              two_step_policy_gradient)
-from rl4llm.viz.part1 import draw_string_probabilities  # noqa: E402
-from rl4llm.viz.part2 import JHAT_GROUPS, REFERENCE_RUNS, draw_jhat, reference_spread  # noqa: E402
+from rl4llm.viz.sequences import draw_string_probabilities  # noqa: E402
+from rl4llm.viz.monte_carlo import JHAT_GROUPS, REFERENCE_RUNS, draw_jhat, reference_spread  # noqa: E402
 from rl4llm.toy.verifier import ASCII_WHITESPACE  # noqa: E402
 
 

@@ -313,13 +313,13 @@ def _draw(draw, figsize, **params):
 def test_ch11_inner_steps_titles_fit(figsize, K):
     """The static figure (10 x 3.4 in), at K = 12 in the chapter and at other K: the third panel's title
     fits (the chart that replaced the K animation is checked in a browser, tests/test_browser_charts.py)."""
-    from rl4llm.viz.part3 import draw_inner_steps
+    from rl4llm.viz.trust_region_ppo import draw_inner_steps
     assert _draw(draw_inner_steps, figsize, K=K, eps=0.2) == []
 
 
 @pytest.mark.parametrize("figsize, eps", [((8, 5), e) for e in (0.05, 0.1, 0.2, 0.3, 0.5)])
 def test_ch11_clip_titles_fit(figsize, eps):
-    from rl4llm.viz.part3 import draw_clip
+    from rl4llm.viz.trust_region_ppo import draw_clip
     assert _draw(draw_clip, figsize, eps=eps) == []
 
 
@@ -332,7 +332,7 @@ def test_the_fit_check_sees_a_clipped_title():
 
 @pytest.mark.parametrize("params", [{}, {"G": 2}, {"G": 32}, {"eps": 0.05}, {"lr": 3.0}, {"beta": 2.0}])
 def test_ch13_slider_titles_fit(params):
-    from rl4llm.viz.part3_grpo import draw_grpo_run
+    from rl4llm.viz.grpo_toy import draw_grpo_run
     assert _draw(draw_grpo_run, (8, 3.2), **params) == []     # the static figure; the charts: in a browser
 
 

@@ -19,7 +19,7 @@ from rl4llm.llm.model import GPT
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, chapter15_config
 from rl4llm.trl.knobs import TRLAdvantageTrainer, adam_step_with_trl_advantages, knob_table
-from rl4llm.viz.part4 import moving_median
+from rl4llm.viz.tiny_transformer import moving_median
 from rl4llm.llm.warmstart import warm_start
 
 ROOT = Path(__file__).resolve().parents[1]

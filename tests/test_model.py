@@ -3,10 +3,11 @@ import pytest
 import torch
 
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, from_gpt2, sample, to_gpt2
-from rl4llm.llm.tasks import MAX_COMPLETION_LEN, AdditionTask
+from rl4llm.llm.tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
 
 TASK = AdditionTask(seed=0)
 EOS, PAD = TASK.tokenizer.eos_id, TASK.tokenizer.pad_id
+V = len(TASK.tokenizer)
 
 
 def small_model(seed=0, **sizes):
@@ -22,24 +23,31 @@ def prompts(n=6):
     return torch.as_tensor(TASK.train_prompt_ids[:n])
 
 
-def test_benchmark_size_has_about_100k_parameters():
-    d, L, V, S = 64, 2, 14, 16
+def test_the_parameter_count_follows_from_the_config():
+    config = GPTConfig()
+    d, L, V, S = config.n_embd, config.n_layer, config.vocab_size, config.block_size
     per_layer = 12 * d * d + 13 * d      # attention and MLP weights and biases, two LayerNorms
-    expected = V * d + S * d + L * per_layer + 2 * d
-    assert GPT(GPTConfig(n_layer=L, n_embd=d, n_head=4)).num_parameters() == expected == 102_016
+    expected = V * d + S * d + L * per_layer + 2 * d      # token and position embeddings (tied head), final norm
+    assert GPT(config).num_parameters() == expected
+
+
+def test_the_vocabulary_and_context_are_the_tasks():
+    config = GPTConfig()
+    assert config.vocab_size == len(TASK.tokenizer)
+    assert PROMPT_LEN + MAX_COMPLETION_LEN <= config.block_size
 
 
 def test_causal_later_tokens_do_not_change_earlier_logits():
     model = small_model()
-    x = torch.randint(0, 14, (3, 10), generator=torch.Generator().manual_seed(0))
+    x = torch.randint(0, V, (3, 10), generator=torch.Generator().manual_seed(0))
     y = x.clone()
-    y[:, 6:] = (y[:, 6:] + 1) % 14
+    y[:, 6:] = (y[:, 6:] + 1) % V
     torch.testing.assert_close(model(x)[0][:, :6], model(y)[0][:, :6], rtol=0, atol=0)
 
 
 def test_kv_cache_forward_equals_full_forward():
     model = small_model()
-    x = torch.randint(0, 14, (4, 10), generator=torch.Generator().manual_seed(1))
+    x = torch.randint(0, V, (4, 10), generator=torch.Generator().manual_seed(1))
     full, _ = model(x)
     logits, past = model(x[:, :6])
     steps = [logits]
@@ -106,7 +114,7 @@ def test_training_logprobs_equal_sampling_logprobs(temperature):
     logp, entropy = completion_logprobs(model, r.tokens, r.prompt_len, temperature)
     assert (r.mask == 0).any()
     torch.testing.assert_close(logp * r.mask, r.logp, rtol=1e-5, atol=1e-5)
-    assert torch.all(entropy >= 0) and torch.all(entropy <= torch.log(torch.tensor(14.0)) + 1e-5)
+    assert torch.all(entropy >= 0) and torch.all(entropy <= torch.log(torch.tensor(float(V))) + 1e-5)
 
 
 def test_shared_prompt_forward_gives_the_same_logprobs_and_gradients():
@@ -144,7 +152,7 @@ def test_greedy_sampling_takes_the_argmax():
 def test_same_weights_give_the_same_logits_in_transformers_gpt2():
     model = small_model()
     hf = to_gpt2(model, eos_id=EOS, pad_id=PAD)
-    x = torch.randint(0, 14, (3, 10), generator=torch.Generator().manual_seed(2))
+    x = torch.randint(0, V, (3, 10), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         torch.testing.assert_close(hf(x).logits, model(x)[0], rtol=1e-5, atol=1e-5)
     assert hf.config.eos_token_id == EOS and hf.config.pad_token_id == PAD
@@ -155,7 +163,7 @@ def test_same_weights_give_the_same_logits_in_transformers_gpt2():
 @pytest.mark.parametrize("call, name", [
     (lambda m: GPTConfig(n_embd=30, n_head=4), "n_embd"),
     (lambda m: GPTConfig(n_layer=0), "n_layer"),
-    (lambda m: m(torch.zeros(1, 17, dtype=torch.long)), "block_size"),
+    (lambda m: m(torch.zeros(1, GPTConfig().block_size + 1, dtype=torch.long)), "block_size"),
     (lambda m: sample(m, prompts(), max_new_tokens=0, eos_id=EOS, pad_id=PAD), "max_new_tokens"),
     (lambda m: sample(m, prompts(), max_new_tokens=4, group_size=0, eos_id=EOS, pad_id=PAD), "group_size"),
     (lambda m: sample(m, prompts(), max_new_tokens=4, temperature=-1.0, eos_id=EOS, pad_id=PAD), "temperature"),

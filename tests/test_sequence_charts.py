@@ -1,4 +1,4 @@
-"""Chapter 18's charts (rl4llm.viz.sequence_charts): the product weight's variance that they draw against
+"""Chapter 18's charts (rl4llm.viz.sequence_ratios): the product weight's variance that they draw against
 its own closed form. Their data at every slider position, the defaults the text reads and the stored
 charts are checked with every chart of the book in test_charts.py."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("altair")
 
 from rl4llm.studies.sequence_ratios import chain_sequences, reweighted_moments  # noqa: E402
-from rl4llm.viz import sequence_charts as sc  # noqa: E402
+from rl4llm.viz import sequence_ratios as sc  # noqa: E402
 
 
 @pytest.mark.parametrize("L,steps", [(1, 2), (3, 4), (6, 2)])

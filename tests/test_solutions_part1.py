@@ -130,7 +130,7 @@ def test_ch02_heat_first_then_cut():
 
 
 def test_ch02_a_colder_sampler_loses_the_answer():
-    from rl4llm.viz.part1 import DECODING
+    from rl4llm.viz.decoding import DECODING
     slider = DECODING[0].values                                     # chapter 2's chart: T in steps of 0.05
     assert np.any(np.isclose(slider, 0.70)) and np.any(np.isclose(slider, 0.65))
     assert np.any(np.isclose(DECODING[2].values, 0.5))
@@ -249,7 +249,7 @@ def test_ch04_when_5_takes_the_lead():
     tie = after(0.5776)
     assert round(float(tie[CORRECT]), 4) == round(float(tie[FOUR]), 4) == 0.3169
     assert after(eta)[CORRECT] == pytest.approx(after(eta)[FOUR])
-    from rl4llm.viz.part1 import LEARNING_RATE
+    from rl4llm.viz.sft import LEARNING_RATE
     assert np.any(np.isclose(LEARNING_RATE.values, 0.57)) and np.any(np.isclose(LEARNING_RATE.values, 0.58))
     assert (round(float(after(0.57)[FOUR]), 4), round(float(after(0.57)[CORRECT]), 4)) == (0.3180, 0.3151)
     assert (round(float(after(0.58)[CORRECT]), 4), round(float(after(0.58)[FOUR]), 4)) == (0.3174, 0.3165)

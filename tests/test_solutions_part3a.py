@@ -12,7 +12,8 @@ from rl4llm import (CORRECT, LOGITS, REWARDS, TOY_GROUP, TOY_GROUP_ADVANTAGES, c
 from rl4llm.math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES, discounted_returns
 from rl4llm.exercises.part3 import BOOSTED_LOGITS
 from rl4llm import clip_binds, clipped_objective_grad, drift_variance_ratio, importance_ratios, with_correct_mass
-from rl4llm.viz.part3 import DRIFT, GAE
+from rl4llm.viz.critic_gae import GAE
+from rl4llm.viz.importance_sampling import DRIFT
 
 WRONG = np.arange(5) != CORRECT
 

@@ -5,6 +5,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from rl4llm.course.assignments import PARTS, exercises
+from rl4llm.course import syllabus
 from rl4llm.course.syllabus import CHAPTER_OBJECTIVES, MINUTES, PROJECT, WEEKS, assigned, kind
 from rl4llm.llm.trainer import GRPOConfig
 
@@ -13,10 +14,19 @@ CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9
 
 def test_five_weeks_cover_every_chapter_once_in_order_as_the_parts_do():
     assert len(WEEKS) == 5 and all(len(week.lectures) == 2 for week in WEEKS)
-    assert [c for week in WEEKS for c in week.chapters] == list(range(1, 22))
+    numbers = [int(path.name[:2]) for path in CHAPTERS]
+    assert [c for week in WEEKS for c in week.chapters] == numbers == list(range(1, len(CHAPTERS) + 1))
     assert [tuple(week.chapters) for week in WEEKS] == [tuple(numbers) for _, numbers in PARTS.values()]
-    assert set(CHAPTER_OBJECTIVES) == set(MINUTES) == set(range(1, 22))
+    assert set(CHAPTER_OBJECTIVES) == set(MINUTES) == set(numbers)
     assert all(read > 0 and work > 0 for read, work in MINUTES.values())
+
+
+def test_each_chapter_declares_its_plan_in_a_module_named_for_it():
+    declared = {c.__name__.rsplit(".", 1)[1]: c.NUMBER for c in syllabus.CHAPTERS}
+    assert declared == {path.stem.split("_", 1)[1]: int(path.name[:2]) for path in CHAPTERS}
+    for c in syllabus.CHAPTERS:
+        assert all(label.startswith(f"ex-ch{c.NUMBER:02d}-") for label in c.EXERCISE_OBJECTIVES), c.__name__
+        assert set(c.UNTITLED_KINDS) <= set(c.EXERCISE_OBJECTIVES), c.__name__
 
 
 def test_each_chapter_assigns_its_checked_work_and_one_of_each_kind_graded_by_hand():

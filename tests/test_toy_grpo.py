@@ -401,10 +401,10 @@ def test_clip_higher_is_used_by_the_loop():
     np.testing.assert_array_equal(high["logits"][:1], low["logits"][:1])
 
 
-# ------------------------------------------------------------------ tables (viz.part3_grpo)
+# ------------------------------------------------------------------ tables (viz.grpo_toy, viz.grpo_choices, viz.summary)
 def test_seed_table_numbers_and_verdicts():
     from rl4llm.math.statistics import noise_floor
-    from rl4llm.viz.part3_grpo import seed_table
+    from rl4llm.viz.grpo_toy import seed_table
     a, b, c = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.7]), np.array([0.15, 0.25, 0.2])
     table = seed_table({"a": a, "b": b, "c": c}, versus={"b": "a", "c": "a"})
     lines = table.strip().split("\n")
@@ -423,13 +423,13 @@ def test_seed_table_numbers_and_verdicts():
     ({"results": {"a": [1.0, np.nan]}}, "results"), ({"results": {"a": [1.0, 2.0]}, "digits": -1}, "digits"),
 ])
 def test_seed_table_bad_input(kwargs, match):
-    from rl4llm.viz.part3_grpo import seed_table
+    from rl4llm.viz.grpo_toy import seed_table
     with pytest.raises(ValueError, match=match):
         seed_table(**kwargs)
 
 
 def test_sweep_summary_matches_the_slider_runs():
-    from rl4llm.viz.part3_grpo import sweep_summary
+    from rl4llm.viz.grpo_toy import sweep_summary
     table = sweep_summary("lr", [0.1, 3.0])
     lines = table.strip().split("\n")
     assert lines[0] == "| lr | 0.1 | 3 |"

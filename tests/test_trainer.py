@@ -383,8 +383,8 @@ def test_chapter_figures_and_playground_draw_from_a_real_run(warm):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rl4llm.viz.part4 import (draw_diagnostics, draw_grid, draw_learning_curves, draw_run_over_baseline,
-                                  draw_seed_comparison, grpo_playground, PLAYGROUND_MAX)
+    from rl4llm.viz.tiny_transformer import (draw_diagnostics, draw_grid, draw_learning_curves, draw_run_over_baseline,
+                                             draw_seed_comparison, grpo_playground, PLAYGROUND_MAX)
     trainer = run(warm, 4, eval_every=2)
     for draw, args in [(draw_learning_curves, (trainer.metrics, trainer.evals)), (draw_diagnostics, (trainer.metrics,)),
                        (draw_seed_comparison, ({"a": [0.3, 0.4], "b": [0.5, 0.6]}, 0.1)),

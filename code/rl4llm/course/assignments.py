@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .syllabus import POINTS, RUBRICS, WEEKS, assigned, kind
+
 SOLUTION_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"      # nbgrader's default for Python
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution)\}[ \t]*(?P<arg>.*)$")
@@ -33,14 +35,9 @@ _CHECK = re.compile(r'check\("([\w.-]+)",\s*(\w+)\)\s*$')
 #: The chapters' note that the starter holds the solution, which a handed-out assignment must not say.
 _ANSWER_BOX = re.compile(r'^<div class="answer-box" data-exercise="[\w.-]+"></div>\n?', re.M)
 
-#: The five graded assignments: the chapters each one draws its coding and by-hand exercises from.
-PARTS: dict[str, tuple[str, range]] = {
-    "part1": ("Part I: from softmax to SFT", range(1, 6)),
-    "part2": ("Part II: the RL core", range(6, 10)),
-    "part3": ("Part III: reusing samples, trust regions, GRPO", range(10, 15)),
-    "part4": ("Part IV: GRPO on a real model", range(15, 17)),
-    "part5": ("Part V: after GRPO, and the summary", range(17, 22)),
-}
+#: The five graded assignments, one a part: the chapters each one draws its coding and by-hand exercises from.
+PARTS: dict[str, tuple[str, range]] = {f"part{n}": (week.title, range(week.chapters[0], week.chapters[-1] + 1))
+                                       for n, week in enumerate(WEEKS, 1)}
 
 
 @dataclass(frozen=True)
@@ -237,7 +234,6 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
     ``= value``, between them) and a locked, graded test cell that fails with ``rl4llm.exercises``'s
     verdict; a written exercise or an experiment is its text with its rubric and a manually graded
     answer cell worth the rubric's points."""
-    from .syllabus import POINTS, RUBRICS, assigned, kind     # the syllabus builds on this module's Exercise
     title, numbers = PARTS[part]
     chosen = [e for path in chapters if chapter_number(path) in numbers for e in assigned(exercises(path))]
     listed = {k: ", ".join(e.number for e in chosen if kind(e) == k) or "none" for k in POINTS}

@@ -9,9 +9,9 @@ Every chapter (1-21) closes with exercises; a checked one's id is its label in t
   fixes) is an alias of the label, accepted wherever an id is (:data:`ALIASES`);
 - a **by-hand exercise**: ``answer`` is the student's number (or text such as ``"1/4"``).
 
-The part modules register a function exercise under its function's name; its label is derived from
-that name and the exercise's chapter (:func:`coding_label`), so the aliases are one table, made once
-here from the registration.
+The part modules (and any chapter module of ``chapters/`` that declares ``SPECS``) register a function
+exercise under its function's name; its label is derived from that name and the exercise's chapter
+(:func:`coding_label`), so the aliases are one table, made once here from the registration.
 
 ``check`` returns a verdict starting with ``"Correct:"`` or ``"Not yet:"`` (a ``str``, which Jupyter
 displays as plain text), saying in words what is wrong for the mistakes students make; it never
@@ -25,8 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import importlib
+import pkgutil
+
 from .._checks import checked
-from . import part1, part2, part3, part4, part5
+from . import chapters, part1, part2, part3, part4, part5
 from ._core import CORRECT, NOT_YET, FunctionExercise, NumericExercise, parse_number
 
 
@@ -70,7 +73,10 @@ def _by_label(*parts) -> tuple[dict, dict[str, str]]:
     return specs, aliases
 
 
-_SPECS, ALIASES = _by_label(part1, part2, part3, part4, part5)
+#: The chapters that declare their exercises' checks beside their plan (``chapters/<stem>.py``'s ``SPECS``).
+_CHAPTER_CHECKS = [module for module in (importlib.import_module(f"{chapters.__name__}.{m.name}")
+                                         for m in pkgutil.iter_modules(chapters.__path__)) if hasattr(module, "SPECS")]
+_SPECS, ALIASES = _by_label(part1, part2, part3, part4, part5, *_CHAPTER_CHECKS)
 #: Each coding exercise's label and the library function it writes (the inverse of ``ALIASES``).
 FUNCTIONS: dict[str, str] = {label: function for function, label in ALIASES.items()}
 

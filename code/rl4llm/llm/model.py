@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from .._checks import at_least, check_fields, checked, in_range
 from .kv_cache import ConcatCache, LayerCache
+from .tasks import BLOCK_SIZE, VOCAB
 
 #: A layer's cache: :class:`~rl4llm.llm.kv_cache.ConcatCache` or :class:`~rl4llm.llm.kv_cache.LayerCache`.
 KVCache = ConcatCache | LayerCache
@@ -32,9 +33,11 @@ KVCache = ConcatCache | LayerCache
 
 @dataclass
 class GPTConfig:
-    """Sizes of the tiny GPT. The chapter's (and the benchmark's) model: 2 layers, width 64, 4 heads."""
-    vocab_size: int = 14
-    block_size: int = 16
+    """Sizes of the tiny GPT. The chapter's (and the benchmark's) model: 2 layers, width 64, 4 heads; its
+    vocabulary and context are the addition task's (:data:`~rl4llm.llm.tasks.VOCAB`,
+    :data:`~rl4llm.llm.tasks.BLOCK_SIZE`)."""
+    vocab_size: int = len(VOCAB)
+    block_size: int = BLOCK_SIZE
     n_layer: int = 2
     n_head: int = 4
     n_embd: int = 64

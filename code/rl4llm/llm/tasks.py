@@ -28,6 +28,9 @@ PROMPT_LEN = 2 * OPERAND_WIDTH + 2
 MAX_COMPLETION_LEN = len(str(2 * MAX_OPERAND)) + 1
 #: The tokenizer's vocabulary, in id order: the ten digits, '+', '=', then EOS and PAD.
 VOCAB = tuple("0123456789+=") + (EOS_MARKER, PAD_MARKER)
+#: The model's context for this task: a prompt and its longest answer (10 tokens), rounded up to a
+#: power of two (16), which leaves ``max_new_tokens`` room past the longest answer.
+BLOCK_SIZE = 1 << (PROMPT_LEN + MAX_COMPLETION_LEN - 1).bit_length()
 #: The digit each token writes, -1 for the others (what the verifier reads from token ids).
 DIGIT_VALUES = np.array([int(t) if t in "0123456789" else -1 for t in VOCAB])
 #: Rule: an operand, an integer in [0, MAX_OPERAND].

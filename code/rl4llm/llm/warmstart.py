@@ -9,13 +9,14 @@ match shows it is near).
 The SFT run is seeded, but its digits are not the same on every CPU: the kernels torch picks for
 the instruction set (AVX-512, AVX2, none) sum in different orders, and after a few hundred steps
 the weights, the step at which the window is reached and the accuracy differ. So the book ships the
-chapter's warm start as a checkpoint (``data/warmstart.pt``, its SHA-256 checked on every load):
+chapter's warm start as a checkpoint (``data/warmstart.pt``, its SHA-256 checked on every load
+against ``data/warmstart.pt.sha256``, which the script that writes the checkpoint writes beside it):
 the chapter, the tests and the benchmark start from bitwise the same weights on every machine.
 Any other configuration is trained here and cached on disk (``$RL4LLM_CACHE`` or
 ``~/.cache/rl4llm``) under a key that covers everything that changes the result: the config, the
 torch version, the CPU capability torch runs with, and the source of the code that trains it.
 
-``python scripts/write_warm_start.py`` retrains the shipped checkpoint and prints its new SHA-256.
+``python scripts/write_warm_start.py`` retrains the shipped checkpoint and writes its new SHA-256 beside it.
 """
 from __future__ import annotations
 
@@ -32,15 +33,15 @@ from . import tasks as _tasks
 from . import trainer as _trainer
 from . import evaluation as _evaluation
 from ..toy import verifier as _verifier
-from .._checks import integer_at_least, positive_real, real_in_range
+from .._checks import at_least, check_fields, in_range, positive_real, real_in_range
 from .model import GPT, GPTConfig
 from .tasks import AdditionTask
 from .evaluation import greedy_accuracy
 from .trainer import torch_threads
 
-#: The chapter's warm start, shipped with the library, and the SHA-256 of that file.
+#: The chapter's warm start, shipped with the library, and the file beside it that holds its SHA-256.
 SHIPPED_CHECKPOINT = Path(__file__).parent / "data" / "warmstart.pt"
-SHIPPED_SHA256 = "978826a4d7675fe228e4d5c4ced95733356498940229a36b6f39e0f710392228"
+SHIPPED_SHA256_FILE = SHIPPED_CHECKPOINT.with_name(SHIPPED_CHECKPOINT.name + ".sha256")
 
 
 @dataclass
@@ -62,15 +63,14 @@ class WarmStartConfig:
     def __post_init__(self):
         if isinstance(self.model, dict):
             self.model = GPTConfig(**self.model)
-        integer_at_least(self.seed, "seed", 0)
-        positive_real(self.lr, "lr")
-        integer_at_least(self.batch_size, "batch_size", 1)
-        integer_at_least(self.max_steps, "max_steps", 1)
-        integer_at_least(self.eval_every, "eval_every", 1)
-        real_in_range(self.eval_from, "eval_from", 0.0, 1.0)
-        real_in_range(self.target_low, "target_low", 0.0, 1.0)
-        real_in_range(self.target_high, "target_high", self.target_low, 1.0)
-        integer_at_least(self.num_threads, "num_threads", 1)
+        check_fields(self, {"seed": at_least(0), "lr": positive_real, "batch_size": at_least(1),
+                            "max_steps": at_least(1), "eval_every": at_least(1), "eval_from": in_range(0.0, 1.0),
+                            "target_low": in_range(0.0, 1.0), "num_threads": at_least(1)}, _target_window)
+
+
+def _target_window(fields):
+    """Relation: the accuracy window is [target_low, target_high] with target_high in [target_low, 1]."""
+    real_in_range(fields["target_high"], "target_high", fields["target_low"], 1.0)
 
 
 @dataclass
@@ -147,14 +147,14 @@ def cache_key(config: WarmStartConfig) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_shipped_checkpoint(path: Path = SHIPPED_CHECKPOINT, sha256: str = SHIPPED_SHA256) -> dict:
+def load_shipped_checkpoint(path: Path = SHIPPED_CHECKPOINT, sha256_file: Path = SHIPPED_SHA256_FILE) -> dict:
     """The shipped warm start's saved dict (``model``, ``accuracy``, ``steps``, ``config`` and how it
-    was made), after checking the file's SHA-256: ``RuntimeError`` if it differs."""
-    data = Path(path).read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != sha256:
-        raise RuntimeError(f"the shipped warm start {path} has SHA-256 {digest}, expected {sha256}: the "
-                           f"file is damaged or was rewritten without updating SHIPPED_SHA256")
+    was made), after checking the file's SHA-256 against the one ``sha256_file`` holds: ``RuntimeError``
+    if it differs."""
+    digest, expected = hashlib.sha256(Path(path).read_bytes()).hexdigest(), Path(sha256_file).read_text().strip()
+    if digest != expected:
+        raise RuntimeError(f"the shipped warm start {path} has SHA-256 {digest}, expected {expected} ({sha256_file}): "
+                           f"the file is damaged or was rewritten by hand (scripts/write_warm_start.py writes both)")
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
@@ -196,13 +196,14 @@ def _run_sft(config: WarmStartConfig) -> WarmStart:
 
 
 def write_shipped_checkpoint() -> None:
-    """Retrain the chapter's warm start, write it to ``SHIPPED_CHECKPOINT`` and print its SHA-256."""
+    """Retrain the chapter's warm start, write it to ``SHIPPED_CHECKPOINT`` and its SHA-256 to
+    ``SHIPPED_SHA256_FILE``."""
     config = WarmStartConfig()
     result = warm_start(config, use_cache=False, shipped=False)
     SHIPPED_CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
     _save(result, config, SHIPPED_CHECKPOINT)
-    digest = hashlib.sha256(SHIPPED_CHECKPOINT.read_bytes()).hexdigest()
+    SHIPPED_SHA256_FILE.write_text(hashlib.sha256(SHIPPED_CHECKPOINT.read_bytes()).hexdigest() + "\n")
     print(f"wrote {SHIPPED_CHECKPOINT}: SFT steps {result.steps}, held-out accuracy {result.accuracy:.4f}, "
           f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
-    print(f'set SHIPPED_SHA256 = "{digest}" in {__file__}')
+    print(f"wrote its SHA-256 to {SHIPPED_SHA256_FILE}")
 

@@ -23,8 +23,8 @@ in Colab and in VS Code.
 
 What follows the slider for a screen reader: each bar's description (its category and value); in the
 static book ``_ext/vega_charts.py`` also sets the slider's ``aria-valuetext`` and rewrites the chart's
-description (the chart's title and every bar's value) at each move. The slider figures of chapters 1, 2
-and 4 are built in ``rl4llm.viz.part1``.
+description (the chart's title and every bar's value) at each move. Each chapter's charts are built in its
+own module (chapter 1's in ``rl4llm.viz.distribution``).
 """
 from __future__ import annotations
 
@@ -46,6 +46,30 @@ WIDTH = 300
 HEIGHT = 220
 #: The mime type the charts are stored under (Vega-Lite 5; JupyterLab 4 draws it with no extension).
 MIME_TYPE = "application/vnd.vegalite.v5+json"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A chapter's chart, declared beside its builder (a chapter's viz module lists its charts in
+    ``CHARTS``; ``tests/test_charts.py`` finds them there and holds each to its stored output and its oracle).
+
+    ``build()`` makes the chart the notebook stores; ``oracle(**setting)`` gives its numbers at a setting
+    of ``sliders`` from the library alone, with no viz code: a bar chart's values, one per bar of
+    ``categories``, or a line chart's ``(x, rows)`` (``categories`` None). ``marker`` is a line chart's
+    marker slider; ``replaced`` the positions of the
+    ipywidgets slider the chart replaced (None if none: it may not offer fewer); ``checked`` the settings
+    the test recomputes (None: every one); ``decimals`` those the chart stores. The chart opens at its
+    sliders' defaults.
+    """
+    name: str
+    build: Callable
+    oracle: Callable
+    sliders: Sequence[Slider]
+    categories: Sequence[str] | None = None
+    marker: Slider | None = None
+    replaced: Mapping[str, int] | None = None
+    checked: Sequence[tuple] | None = None
+    decimals: int = DECIMALS
 
 
 def rounded(v, decimals: int = DECIMALS) -> float:

@@ -3,14 +3,38 @@ a step's seconds and how the three schedules overlap them. Every number drawn is
 ``rl4llm.math.step_time`` at a point of the charts' grid; the settings they share are defined once here."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..math.memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
 from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
-from .charts import Slider, line_chart
+from .charts import Declared, Slider, line_chart
 from .style import PALETTE
 
+
+#: One colour per run of :data:`rl4llm.llm.run_reading.RUNS`.
+RUN_COLORS = {"healthy": PALETTE["blue"], "learning rate too high": PALETTE["vermillion"],
+              "every group flat": PALETTE["black"]}
+
+
+def draw_metrics(fig, runs: dict, panels, title: str) -> None:
+    """One panel per ``(metric, axis label)`` of ``panels``, side by side, against the GRPO step: every
+    seed of every run of ``runs`` (``{name: [trainer, ...]}``), one colour per run, a legend below."""
+    axes = fig.subplots(1, len(panels), sharex=True)
+    for ax, (key, label) in zip(axes, panels):
+        for name, trainers in runs.items():
+            for i, trainer in enumerate(trainers):
+                ax.plot(trainer.metrics["step"], trainer.metrics[key], color=RUN_COLORS[name], lw=1.2, alpha=0.8,
+                        ls="--" if name == "every group flat" else "-", label=name if i == 0 else None)
+        ax.set(xlabel="GRPO step", ylabel=label)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(len(panels) / 2 + 0.2, -0.25), ncol=len(runs), fontsize=9)
+    fig.suptitle(title)
+    fig.subplots_adjust(wspace=0.4, bottom=0.3)
+
+
 GB = 1e9
+
 #: The parts that depend on the model only (the model state), and those that depend on the batch.
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
 
@@ -19,18 +43,26 @@ STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "referenc
 #: 400 Gb/s InfiniBand link (50 GB/s).
 RUN = {"prompts": 64, "prompt_length": 512, "utilisation": 0.4, "bandwidth_efficiency": 0.6, "link_bandwidth": 50e9,
        "gpus": 16}
+
 #: The KV cache of a token at 7B, in Qwen2.5-7B's grouped-query shape (28 layers, 4 key-value heads of 128,
 #: bf16): 57,344 bytes. The time charts scale it with the model's size (:func:`kv_bytes`).
 KV_AT_7B = kv_bytes_per_token(28, 4, 128)
 
 GPUS = Slider("n_gpus", "GPUs", 1, 16, 1, 8, fmt="d")
+
 STAGE = Slider("stage", "ZeRO stage", 0, 3, 1, 3, fmt="d")   # opens sharded: at stage 0 the GPUs change nothing
+
 GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
+
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
+
 #: Up to 36B: from about 39B on, the bf16 weights leave an 80 GB sampler no room for one sequence's cache.
 MODEL_SIZE = Slider("billions", "billions of parameters", 1, 36, 1, 7, fmt="d")
+
 GROUPS = np.arange(2, 66, 2)
+
 ROLLOUT_GPUS = Slider("rollout_gpus", "sampler GPUs of 16", 1, 15, 1, 8, fmt="d")
+
 STAGE_NAMES = ("none", "zero1", "zero2", "zero3")
 
 
@@ -173,3 +205,68 @@ def schedule_chart(n_params: float = 7e9):
                       headline="Overlap wins when the split matches the work",
                       styles=["solid", "dashed", "dotted"],
                       colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]], fmt=".1f")
+
+
+# Every chart of chapter 19, and its numbers from the library alone (tests/test_charts.py): the model state's
+# parts; the sizes of the fits chart, 25 from 1e5 to 1e11 and chapter 15's GPT, 7B and 70B.
+_STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
+
+
+def _oracle_sizes():
+    return np.unique(np.r_[np.logspace(5, 11, 25), tiny_gpt_params(), 7e9, 70e9])
+
+
+def _oracle_state_gb(n, n_gpus, stage, reference=True):
+    b = memory_budget(float(n), n_gpus=n_gpus, sharding=("none", "zero1", "zero2", "zero3")[stage], reference=reference)
+    return sum(b[p] for p in _STATE) / 1e9
+
+
+def _oracle_fits(n_gpus, stage):
+    sizes = _oracle_sizes()
+    return sizes / 1e9, [[_oracle_state_gb(n, n_gpus, stage) for n in sizes],
+                         [_oracle_state_gb(n, n_gpus, stage, reference=False) for n in sizes],
+                         [H100_SXM["memory_bytes"] / 1e9] * len(sizes)]
+
+
+def _oracle_batch(G, parts):
+    """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
+    def gb(T, part, **options):
+        return memory_budget(QWEN25_1_5B.n_params, prompts=1, group_size=G, prompt_length=512,
+                             completion_length=int(T), **shape_options(QWEN25_1_5B), **options)[part] / 1e9
+    T = COMPLETION.values
+    every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
+             [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T],
+             [gb(t, "kv_cache") for t in T]]
+    return T, every[parts]
+
+
+def _oracle_step(n, G, samplers, trainers, completion=4096):
+    """Rollout, training and sync seconds of 64 prompts of 512 tokens, G each, 40% of an H100's bf16 peak;
+    the busiest sampler decodes its share at 60% of the bandwidth, reading a KV cache of 57,344 bytes a token
+    at 7B (Qwen2.5-7B's shape) scaled with n, in waves of what 80 GB holds beside the weights."""
+    F, sequences = 0.4 * H100_SXM["bf16_flops"], 64 * G
+    return (generation_seconds(n, math.ceil(sequences / samplers), 512, completion, flops_per_second=F,
+                               bandwidth=0.6 * H100_SXM["memory_bandwidth"], kv_bytes_per_token=round(57344 * n / 7e9),
+                               memory_bytes=80e9),
+            training_seconds(n, sequences * (512 + completion), F, gpus=trainers), weight_sync_seconds(n, 50e9))
+
+
+def _oracle_walls(G):
+    """Wall seconds of 7B's step: all 16 GPUs in turn (the weights over NVLink), then each split apart."""
+    rollout, train, _ = _oracle_step(7e9, G, 16, 16)
+    together = schedule(rollout, train, weight_sync_seconds(7e9, H100_SXM["nvlink_bandwidth"]), "synchronous")
+    splits = ROLLOUT_GPUS.values
+    apart = [[schedule(*_oracle_step(7e9, G, int(r), 16 - int(r)), m)["wall"] for r in splits] for m in SCHEDULES[1:]]
+    return splits, [[together["wall"]] * len(splits)] + apart
+
+
+CHARTS = (
+    Declared("fits", lambda: fits_chart(_oracle_sizes(), tiny_gpt_params()), _oracle_fits, [GPUS, STAGE]),
+    Declared("activations", lambda: batch_charts()[0], lambda G: _oracle_batch(G, slice(0, 2)), [GROUP],
+             marker=COMPLETION),
+    Declared("logits", lambda: batch_charts()[1], lambda G: _oracle_batch(G, slice(2, 5)), [GROUP], marker=COMPLETION),
+    Declared("time", time_chart,
+             lambda billions: (GROUPS, np.array([_oracle_step(billions * 1e9, int(G), 8, 8) for G in GROUPS]).T),
+             [MODEL_SIZE]),
+    Declared("schedule", schedule_chart, _oracle_walls, [GROUP], marker=ROLLOUT_GPUS),
+)

@@ -50,3 +50,13 @@ def apply_style() -> None:
 def token_colors(vocab, correct: int) -> list[str]:
     """One colour per token: ``CORRECT_COLOR`` for the correct answer, ``OTHER_COLOR`` otherwise."""
     return [CORRECT_COLOR if i == correct else OTHER_COLOR for i in range(len(vocab))]
+
+
+def relayout(fig) -> None:
+    """Limits and layout for the data a draw function set after building its artists: every axes with
+    automatic limits rescaled to its artists, then ``tight_layout``."""
+    for ax in fig.axes:
+        if ax.get_autoscalex_on() or ax.get_autoscaley_on():
+            ax.relim()
+            ax.autoscale_view()
+    fig.tight_layout()

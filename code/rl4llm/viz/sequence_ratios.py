@@ -4,33 +4,41 @@ sharpens the policy (``rl4llm.viz.charts``).
 
 Each chart stores the library's numbers (``sequence_ratios.reweighted_moments``,
 ``dynamic_sampling.draws_per_kept_group``, ``pass_at_k.pass_at_k``) at every position of its sliders;
-the reader's browser redraws from them with no kernel.
-"""
+the reader's browser redraws from them with no kernel."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
 
-from ..studies.dynamic_sampling import draws_per_kept_group
+from .. import grpo_toy_run, run_over_seeds
 from ..math.pass_at_k import pass_at_k
-from ..studies.sequence_ratios import CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences, reweighted_moments
-from .charts import Slider, bar_chart, grid, line_chart
+from ..studies.dynamic_sampling import draws_per_kept_group
+from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences,
+                                       reweighted_moments)
+from .charts import Declared, Slider, bar_chart, grid, line_chart
+
 
 #: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.
 LENGTH = Slider("L", "length L (tokens)", 1, CHAIN_MAX_EXACT, 1, CHAIN_MAX_EXACT, fmt="d")
+
 LEAD = Slider("steps", "steps pi is ahead", 0, 4, 1, 2, fmt="d")
+
 #: The chapter's step size for the lead (chapter 7's exact step).
 LEAD_LR = 0.5
+
 #: Each weighting's label on the charts (short enough for a 390 px screen).
 WEIGHTING_LABELS = ("product", "token", "GSPO", "PPO", "GSPO clip", "CISPO")
+
 #: The clips whose zeroed share the chapter compares: (label, weighting, eps_low, eps_high): PPO's token
 #: clip at 0.2, GSPO's sequence clip at its paper's narrow widths and at PPO's wide one, CISPO's cap
 #: (``CISPO_MAX``, one-sided: no eps_low). A label holds no dot (Vega would read it as a nested field).
 CLIPS = (("PPO token", "token_clip") + TOKEN_EPS, ("GSPO narrow", "gspo_clip") + GSPO_EPS,
          ("GSPO wide", "gspo_clip") + TOKEN_EPS, ("CISPO", "cispo", None, CISPO_MAX))
+
 #: DAPO's group size (every value) and the pass@k chart's training step.
 GROUP = Slider("G", "group size G", 2, 16, 1, 8, fmt="d")
+
 P_RIGHT = np.round(np.arange(1, 50) / 50, 2)
 
 
@@ -92,9 +100,34 @@ def pass_at_k_chart(curves: dict, ks) -> object:
                       ydomain=[0, 1], styles=["solid", "dashed", "dotted"][:len(curves)])
 
 
-#: Every chart of chapter 18 built from the library alone, with its sliders and its numbers.
-CHARTS = {
-    "variance": (variance_chart, [LENGTH, LEAD], lambda L, steps: chain_values(L, steps, "variance"),
-                 WEIGHTING_LABELS),
-    "clip": (clip_chart, [LENGTH, LEAD], clip_shares, [label for label, *_ in CLIPS]),
-}
+# Every chart of chapter 18, and its numbers from the library alone (tests/test_charts.py).
+def _oracle_chain(L, steps, key, clips=None):
+    task = chain_sequences(L, steps, LEAD_LR)
+    if clips is None:
+        return [reweighted_moments(task, w)[key] for w in WEIGHTINGS]
+    return [reweighted_moments(task, w, low, high)[key] for _, w, low, high in clips]
+
+
+#: The chapter's trained toys (40 seeds of three settings) and the ks of its pass@k chart.
+PASS_SETTINGS = {"eps 0.2": {}, "clip-higher 0.28": {"eps_high": 0.28}, "entropy bonus 0.1": {"entropy_coef": 0.1}}
+PASS_KS = [1, 2, 4, 8, 16, 32]
+
+
+@lru_cache(maxsize=None)
+def pass_curves() -> dict:
+    """pi(5) over the training steps of each setting's 40 runs (the pass@k chart's policies)."""
+    return {name: run_over_seeds(grpo_toy_run, range(40), G=8, K=4, lr=0.5, steps=8, **extra)["pi_correct"]
+            for name, extra in PASS_SETTINGS.items()}
+
+
+CHARTS = (
+    Declared("variance", variance_chart, lambda L, steps: _oracle_chain(L, steps, "variance"), [LENGTH, LEAD],
+             WEIGHTING_LABELS),
+    Declared("clip", clip_chart, lambda L, steps: _oracle_chain(L, steps, "zero_share", CLIPS), [LENGTH, LEAD],
+             [label for label, *_ in CLIPS]),
+    Declared("cost", cost_chart, lambda G: (P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in P_RIGHT]]),
+             [GROUP]),
+    Declared("pass_at_k", lambda: pass_at_k_chart(pass_curves(), PASS_KS),
+             lambda t: (PASS_KS, [[pass_at_k(p[:, t], k).mean() for k in PASS_KS] for p in pass_curves().values()]),
+             [Slider("t", "training step", 0, 8, 1, 8, fmt="d")]),
+)

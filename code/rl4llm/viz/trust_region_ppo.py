@@ -1,72 +1,28 @@
-"""Figures for Part III, chapters 10-12: importance sampling, PPO's clip, GAE.
-
-Each ``draw_*(fig, **params)`` plots the numbers of one pure library function on a given figure,
-so the same function serves the static figure, the figures redrawn at another setting.
-"""
+"""Chapter 11's figures and charts: How near is near: trust regions and PPO's clip
+(``book/11_trust_region_ppo.ipynb``)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, advantage_table, clipped_objective,
-                clipped_objective_grad, drift_case, drift_variance_ratio, ppo_inner_steps)
-from ..math.credit import EXAMPLE_REWARDS, EXAMPLE_VALUES
-from .charts import Slider, line_chart
-from .inplace import bars_in_place, kept, relayout
-from .style import CORRECT_COLOR, PALETTE
+from .. import (CORRECT, LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, VOCAB, clipped_objective, clipped_objective_grad,
+                ppo_inner_steps)
+from .charts import Declared, Slider, line_chart
+from .style import CORRECT_COLOR, PALETTE, relayout
+
 
 #: Chapter 11's example advantages: a good answer (the 5) and a bad one (the 4).
 GOOD_ADVANTAGE, BAD_ADVANTAGE = 0.8, -0.2
+
 #: Learning rate of chapter 11's inner steps on the toy group.
 INNER_LR = 0.5
-
-
-# --------------------------------------------------------------------------- chapter 10
-def draw_drift(fig, drift: float = 0.5, G: int = 8) -> None:
-    """Chapter 10's drift slider: the law of J-hat from G stale draws (reweighted) vs G fresh ones.
-
-    pi_old(5) = 0.05 is fixed; ``drift`` is pi_new(5), the target J.
-    """
-    d = drift_case(drift, G)
-    a = kept(fig, _drift_axes)
-    width = 0.4 * min(np.min(np.diff(d["is_values"]), initial=1.0), np.min(np.diff(d["on_values"]), initial=1.0))
-    a.fresh = bars_in_place(a.law, a.fresh, d["on_values"] - width / 2, d["on_probs"], width,
-                            color=PALETTE["blue"], label="G fresh draws from π_new")
-    a.stale = bars_in_place(a.law, a.stale, d["is_values"] + width / 2, d["is_probs"], width,
-                            color=PALETTE["orange"], label="G stale draws from π_old, × ratio")
-    a.target.set_xdata([d["J"], d["J"]])
-    a.target.set_label(f"target J = π_new(5) = {d['J']:.2f}")
-    a.law.set_xlim(-0.1, max(1.05, min(d["is_values"][-1], 3 * d["ratio"] / G + 0.5)))
-    a.law.set_title(f"G = {G}: P(no 5 among the stale draws) = {d['p_no_correct']:.3f}")
-    a.law.legend(loc="upper right", fontsize=8)
-    a.here.set_data([drift], [d["is_variance"] / d["on_variance"]])
-    a.var.set_title(f"ratio {d['ratio']:.1f}: {d['is_variance'] / d['on_variance']:.1f}× the variance")
-    relayout(fig)
-
-
-def _drift_axes(fig) -> SimpleNamespace:
-    """Chapter 10's panels: the two laws of J-hat and the target (left, bars drawn by ``draw_drift``),
-    the variance ratio against pi_new(5) with the slider's point (right)."""
-    law, var = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
-    target = law.axvline(0.0, color=CORRECT_COLOR, linewidth=2)
-    law.set_ylim(0, 1.0)
-    law.set_xlabel("estimate Ĵ of J (reward per answer)")
-    law.set_ylabel("probability")
-    grid = np.linspace(0.05, 0.95, 37)
-    var.plot(grid, drift_variance_ratio(grid), color=PALETTE["orange"])
-    here, = var.plot([], [], "o", color=PALETTE["vermillion"])
-    var.axhline(1.0, color="black", linestyle=":", linewidth=1)
-    var.set_yscale("log")
-    var.set_xlabel("π_new(5)  (π_old(5) = 0.05)")
-    var.set_ylabel("variance, stale ÷ fresh")
-    return SimpleNamespace(law=law, var=var, target=target, fresh=None, stale=None, here=here)
 
 
 # --------------------------------------------------------------------------- chapter 11
 def draw_clip(fig, eps: float = 0.2) -> None:
     """Chapter 11's epsilon slider: the clipped objective and its gradient in rho, A > 0 and A < 0."""
-    rho, columns = kept(fig, _clip_axes)
+    rho, columns = _clip_axes(fig)
     for A, clipped, grad, bands in columns:
         adv = np.full_like(rho, A)
         clipped.set_ydata(clipped_objective(rho, adv, eps))
@@ -104,7 +60,7 @@ def draw_inner_steps(fig, K: int = 12, eps: float = 0.2) -> None:
     """Chapter 11's K and epsilon sliders: K clipped ascent steps on one toy group of 8 answers."""
     out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, INNER_LR, K)
     steps = np.arange(K + 1)
-    a = kept(fig, _inner_steps_axes)
+    a = _inner_steps_axes(fig)
     a.kl.set_data(steps, out["kl"])
     a.clip.set_data(steps, out["clip_fraction"])
     a.p5.set_data(steps, out["probs"][:, CORRECT])
@@ -134,49 +90,16 @@ def _inner_steps_axes(fig) -> SimpleNamespace:
     return SimpleNamespace(kl=kl, clip=clip, p5=p5, p4=p4)
 
 
-# --------------------------------------------------------------------------- live charts (chapters 10-12)
-# Each slider figure as a chart that redraws in the reader's browser (rl4llm.viz.charts): the curves are
-# the library's numbers on the sliders' whole grid, computed here.
-
-#: Chapter 10: pi_new(5) from 0.05 to 0.95 (the live slider's range) in steps of 0.025; every G from 1 to 32.
-DRIFT = (Slider("drift", "π_new(5)", 0.05, 0.95, 0.025, 0.5, fmt=".3f"), Slider("G", "G", 1, 32, 1, 8, fmt="d"))
-#: Chapter 10's x axis: how many 5s a group of G draws holds (0 to the largest G).
-FIVES = np.arange(DRIFT[1].stop + 1, dtype=float)
 #: Chapter 11's clip: epsilon from 0.05 to 0.5 in steps of 0.01, opening at 0.2.
 CLIP_EPS = Slider("eps", "ε", 0.05, 0.5, 0.01, 0.2)
+
 #: Chapter 11's ratio axis: 0 to 2.5 in steps of 0.02.
 RHO = np.round(np.linspace(0.0, 2.5, 126), 10)
+
 #: Chapter 11's inner steps: K (every value from 1 to 24, a marker on the run of 24 steps) and epsilon.
 INNER_K = Slider("K", "K", 1, 24, 1, 12, fmt="d")
+
 INNER_STEPS = np.arange(INNER_K.stop + 1, dtype=float)
-#: Chapter 12: lambda from 0 to 1 and gamma upward from 0.05 to 1, both in steps of 0.025.
-GAE = (Slider("lam", "λ", 0.0, 1.0, 0.025, 0.5, fmt=".3f"), Slider("gamma", "γ", 0.05, 1.0, 0.025, 1.0, fmt=".3f"))
-
-
-def drift_law(drift: float, G: int) -> np.ndarray:
-    """Chapter 10's curves: the probability that a group of G draws holds k fives (k on ``FIVES``),
-    fresh from pi_new and stale from pi_old (``drift_case``; 0 above G)."""
-    d = drift_case(drift, G)
-    rows = np.zeros((2, FIVES.size))
-    rows[0, :G + 1], rows[1, :G + 1] = d["on_probs"], d["is_probs"]
-    return rows
-
-
-def drift_notes(drift: float, G: int) -> dict:
-    """Chapter 10's numbers over the chart: what each stale 5 adds to J-hat, the chance of none, the
-    variance multiple (``drift_case``, ``drift_variance_ratio``)."""
-    d = drift_case(drift, G)
-    return {"stale 5 adds ρ(5)/G": float(d["is_values"][1]), "P(no stale 5)": float(d["p_no_correct"]),
-            "variance stale ÷ fresh": float(drift_variance_ratio([drift])[0])}
-
-
-def drift_chart():
-    """Chapter 10: how many 5s G fresh draws (from pi_new) and G stale ones (from pi_old, pi_old(5) = 0.05)
-    hold, on the whole grid of ``DRIFT``, with the stale estimate's worth per 5 and its variance multiple."""
-    return line_chart(drift_law, DRIFT, x=FIVES, series=["G fresh draws from π_new", "G stale draws from π_old"],
-                      xlabel="number of 5s among the G draws", ylabel="probability", notes=drift_notes,
-                      headline="stale draws rarely hold a 5, and each counts ρ(5)/G",
-                      colors=[PALETTE["blue"], PALETTE["orange"]], styles=["solid", "dashed"], ydomain=[0, 1])
 
 
 def clip_curves(eps: float) -> np.ndarray:
@@ -219,18 +142,19 @@ def inner_steps_chart():
                       styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 1], readout_per_line=2)
 
 
-def gae_curves(lam: float, gamma: float) -> np.ndarray:
-    """Chapter 12's curves over the example's steps: the advantage at lambda = 0, the slider's lambda and
-    lambda = 1 (``advantage_table``)."""
-    return advantage_table(EXAMPLE_REWARDS, EXAMPLE_VALUES, gamma, lams=(0.0, lam, 1.0))["advantages"]
+# The chapter's charts, and their numbers from the library alone (tests/test_charts.py); they replaced
+# eps 0.05..0.5 step 0.05 and K 1..24.
+def _oracle_clip(eps):
+    rho = np.round(np.linspace(0.0, 2.5, 126), 10)      # the x the chart stores: 0.82 itself, not 0.8200000000000001
+    return rho, [f(rho, np.full_like(rho, A), eps) for A in (0.8, -0.2) for f in (clipped_objective,
+                                                                                  clipped_objective_grad)]
 
 
-def gae_chart():
-    """Chapter 12: the credit GAE gives each step of the example episode, on the whole grid of ``GAE``."""
-    steps = np.arange(EXAMPLE_REWARDS.size, dtype=float)
-    return line_chart(gae_curves, GAE, x=steps, series=["λ = 0 (TD error)", "λ at the slider", "λ = 1 (Monte Carlo)"],
-                      xlabel="step t of the episode", ylabel="advantage Â_t",
-                      notes=lambda lam, gamma: {"step 0 gets": float(gae_curves(lam, gamma)[1, 0])},
-                      headline="λ slides the early steps' credit from TD to Monte Carlo",
-                      colors=[PALETTE["sky"], PALETTE["blue"], PALETTE["orange"]],
-                      styles=["dotted", "solid", "dashed"], ydomain=[-0.7, 1.0])
+def _oracle_inner(eps):
+    out = ppo_inner_steps(LOGITS, TOY_GROUP, TOY_GROUP_ADVANTAGES, eps, 0.5, 24)
+    return np.arange(25), [out["kl"], out["clip_fraction"], out["probs"][:, CORRECT], out["probs"][:, 1]]
+
+
+CHARTS = (Declared("clip", clip_chart, _oracle_clip, [CLIP_EPS], replaced={"eps": 10}),
+          Declared("inner", inner_steps_chart, _oracle_inner, [CLIP_EPS], marker=INNER_K,
+                   replaced={"eps": 10, "K": 24}))

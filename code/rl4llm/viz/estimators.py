@@ -3,24 +3,28 @@ cap, and the three KL estimators' bias and spread as the policy moves (``rl4llm.
 
 Each chart stores the library's numbers (``estimator_bias.estimator_moments``,
 ``kl_leashes.kl_estimator_moments``) at every position of its sliders; the reader's browser redraws
-from them with no kernel.
-"""
+from them with no kernel."""
 from __future__ import annotations
 
-import math
 from functools import lru_cache
+import math
 
 from ..studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task
 from ..studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy
-from .charts import Slider, bar_chart, grid
+from .charts import Declared, Slider, bar_chart, grid
+
 
 #: The one-step toy's group size: every value from 2 (RLOO needs one other answer) to 16.
 G_ONE_STEP = Slider("G", "group size G", 2, 16, 1, 8, fmt="d")
+
 #: The two-step toy's group size (every value; 3003 compositions at G = 8) and length cap (every value).
 G_TWO_STEP = Slider("G", "group size G", 2, 8, 1, 8, fmt="d")
+
 LENGTH_CAP = Slider("L_max", "length cap L_max", 3, 12, 1, 3, fmt="d")
+
 #: pi(5) of the policy whose KL to the toy the estimators measure: 49 positions.
 PI_5 = Slider("p5", "π(5)", 0.02, 0.98, 0.02, 0.5)
+
 AGGREGATIONS = ("grpo", "dapo", "dr_grpo")
 
 
@@ -91,12 +95,28 @@ def kl_std_chart():
                  readout="k3")
 
 
-#: Every chart of chapter 17, in the order the chapter draws them, with its sliders and its numbers.
-CHARTS = {
-    "estimator_bias": (estimator_bias_chart, [G_ONE_STEP], lambda G: one_step_values(G, "relative_bias"), ADVANTAGES),
-    "estimator_mse": (estimator_mse_chart, [G_ONE_STEP], lambda G: one_step_values(G, "mean_squared_error"),
-                      ADVANTAGES),
-    "aggregation_bias": (aggregation_bias_chart, [G_TWO_STEP, LENGTH_CAP], aggregation_bias, AGGREGATIONS),
-    "kl_bias": (kl_bias_chart, [PI_5], lambda p5: kl_values(p5, "bias"), ESTIMATORS),
-    "kl_std": (kl_std_chart, [PI_5], lambda p5: kl_values(p5, "std"), ESTIMATORS),
-}
+# Every chart of chapter 17, in the order the chapter draws them, and its numbers from the library alone
+# (tests/test_charts.py): each estimator's moments, each KL estimator's bias and spread.
+_ONE_STEP, _TWO_STEP = one_step_task(), two_step_task()
+
+
+def _oracle_one_step(G, key, scale=1.0):
+    return [estimator_moments(_ONE_STEP, G, a)[key] / scale for a in ADVANTAGES]
+
+
+def _oracle_kl(p5, key):
+    m = kl_estimator_moments(moved_policy(p5))
+    return [m[k]["bias"] if key == "bias" else math.sqrt(m[k]["variance"]) for k in ESTIMATORS]
+
+
+CHARTS = (
+    Declared("estimator_bias", estimator_bias_chart, lambda G: _oracle_one_step(G, "relative_bias"), [G_ONE_STEP], ADVANTAGES),
+    Declared("estimator_mse", estimator_mse_chart,
+             lambda G: _oracle_one_step(G, "mean_squared_error", float(_ONE_STEP.gradient @ _ONE_STEP.gradient)),
+             [G_ONE_STEP], ADVANTAGES),
+    Declared("aggregation_bias", aggregation_bias_chart,
+             lambda G, L_max: [estimator_moments(_TWO_STEP, G, "rloo", t, L_max)["relative_bias"] for t in AGGREGATIONS],
+             [G_TWO_STEP, LENGTH_CAP], AGGREGATIONS),
+    Declared("kl_bias", kl_bias_chart, lambda p5: _oracle_kl(p5, "bias"), [PI_5], ESTIMATORS),
+    Declared("kl_std", kl_std_chart, lambda p5: _oracle_kl(p5, "std"), [PI_5], ESTIMATORS),
+)

@@ -1,17 +1,15 @@
-"""Figures and tables for chapters 13 and 14 (GRPO on the toy, and its choices) and chapter 21 (every
-method in one place)."""
+"""Chapter 13's figures and charts: GRPO, assembled on the toy (``book/13_grpo_toy.ipynb``)."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.colors import to_rgb
 
+from .._checks import at_least, checked, one_of
 from ..math.statistics import noise_floor
 from ..studies.toy_grpo import SLIDER_RUN, grpo_slider_run
-from .charts import Slider, line_chart
-from .inplace import kept, relayout
-from .style import CORRECT_COLOR, LINE_COLORS, PALETTE
+from .charts import Declared, Slider, line_chart
+from .style import CORRECT_COLOR, PALETTE, relayout
 
 
 def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: float = 0.0) -> None:
@@ -23,7 +21,7 @@ def draw_grpo_run(fig, G: int = 8, eps: float = 0.2, lr: float = 1.0, beta: floa
     """
     run = grpo_slider_run(G=G, eps=eps, lr=lr, beta=beta)
     steps = np.arange(run["pi_correct"].size)
-    left, pi, entropy, kl, clip = kept(fig, _grpo_run_axes)
+    left, pi, entropy, kl, clip = _grpo_run_axes(fig)
     pi.set_data(steps, run["pi_correct"])
     entropy.set_data(steps, run["entropy"])
     kl.set_data(steps, run["kl_ref"])
@@ -51,6 +49,35 @@ def _grpo_run_axes(fig):
     return left, pi, entropy, kl, clip
 
 
+def _slider_values(values, name: str) -> list:
+    """Rule: at least one slider value."""
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one slider value")
+    return values
+
+
+def _per_seed_results(results, name: str) -> dict:
+    """Rule: a non-empty dict, row label -> a 1-D array of at least 2 finite per-seed results."""
+    if not isinstance(results, dict) or not results:
+        raise ValueError(f"{name} must be a non-empty dict: row label -> per-seed results")
+    rows = {}
+    for label, values in results.items():
+        x = np.asarray(values, dtype=float)
+        if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
+            raise ValueError(f"{name}[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
+        rows[label] = x
+    return rows
+
+
+def _versus_names_rows(args) -> None:
+    """Relation: ``versus`` maps row labels of ``results`` to row labels."""
+    for label, other in (args["versus"] or {}).items():
+        if label not in args["results"] or other not in args["results"]:
+            raise ValueError(f"versus must map row labels of results to row labels, got {label!r} -> {other!r}")
+
+
+@checked(name=one_of(("G", "eps", "lr", "beta")), values=_slider_values)
 def sweep_summary(name: str, values) -> str:
     """A Markdown table of ``grpo_slider_run`` over a few of one slider's values: the numbers the text
     quotes beside its chart (chapters 13 and 14).
@@ -59,11 +86,6 @@ def sweep_summary(name: str, values) -> str:
     others at their defaults; rows: pi(5) after 3 steps and at the end of the run, KL(pi || pi_ref)
     at the end, the mean clip fraction of the last inner step, and the number of flat groups.
     """
-    if name not in ("G", "eps", "lr", "beta"):
-        raise ValueError(f"name must be one of 'G', 'eps', 'lr', 'beta', got {name!r}")
-    values = list(values)
-    if not values:
-        raise ValueError("values must hold at least one slider value")
     runs = [grpo_slider_run(**{name: v}) for v in values]
     last = runs[0]["pi_correct"].size - 1
     rows = {
@@ -108,60 +130,7 @@ def draw_per_token_ratios(fig, result: dict, answers, eps_low: float = 0.2) -> N
     fig.tight_layout()
 
 
-def draw_aggregation(fig, weights: dict, labels, lengths) -> None:
-    """Per-token weight w_i = -d loss / d logp_it that each loss_type gives each answer (chapter 14).
-
-    ``weights``: loss_type -> ``aggregation_weights`` result.
-    """
-    ax = fig.add_subplot(1, 1, 1)
-    x = np.arange(len(labels))
-    width = 0.8 / len(weights)
-    for j, (loss_type, res) in enumerate(weights.items()):
-        ax.bar(x + (j - (len(weights) - 1) / 2) * width, res["per_token"], width, label=loss_type,
-               color=LINE_COLORS[j], edgecolor="black", linewidth=0.5)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, [f"{lab}\n{n} tokens" for lab, n in zip(labels, lengths)])
-    ax.set_ylabel("weight on each token's ∇ log π")
-    ax.set_title("'grpo' pushes long answers' tokens less, right or wrong", fontsize=11)
-    ax.legend(title="loss_type", fontsize=9)
-    fig.tight_layout()
-
-
-def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
-    steps = np.arange(curves.shape[1])
-    ax.plot(steps, curves.mean(axis=0), color=color, label=label, linestyle=linestyle, linewidth=2)
-    if curves.shape[0] > 1:
-        low, high = np.quantile(curves, [0.1, 0.9], axis=0)
-        ax.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
-
-
-def draw_entropy_collapse(fig, runs: dict) -> None:
-    """Entropy and pi(5) over training: every seed as a thin line, their mean as a thick one.
-
-    ``runs``: label -> ``run_over_seeds(grpo_toy_run, ...)`` result (chapter 14). Each seed is
-    drawn because such runs can be bimodal (some seeds escape a stuck start, others never do), and
-    a mean or a band would then sit where no run is.
-    """
-    left, right = fig.subplots(1, 2, sharex=True)
-    for j, (label, run) in enumerate(runs.items()):
-        for ax, key in ((left, "entropy"), (right, "pi_correct")):
-            curves = run[key]
-            steps = np.arange(curves.shape[1])
-            light = tuple(0.5 * np.array(to_rgb(LINE_COLORS[j])) + 0.5)   # no alpha: a small PNG
-            ax.plot(steps, curves.T, color=light, linewidth=0.8, antialiased=False)
-            ax.plot(steps, curves.mean(axis=0), color=LINE_COLORS[j], linewidth=2.2,
-                    label=f"{label} (mean of {curves.shape[0]})")
-    left.set_xlabel("GRPO step")
-    left.set_ylabel("entropy H(π) (nats)")
-    left.set_title("entropy over training", fontsize=10)
-    right.set_xlabel("GRPO step")
-    right.set_ylabel("π(5)")
-    right.set_ylim(0, 1.02)
-    right.set_title("π(5) over training (thin: one seed each)", fontsize=10)
-    right.legend(fontsize=7.5)
-    fig.tight_layout()
-
-
+@checked(_versus_names_rows, results=_per_seed_results, digits=at_least(0))
 def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> str:
     """A Markdown table of per-seed results, with a noise-floor verdict per comparison (chapters 13 and 14).
 
@@ -173,20 +142,7 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
     t * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch, 5%, ``rl4llm.math.statistics.noise_floor``) and the verdict:
     "real" if the difference exceeds the floor, else "within noise".
     """
-    if not isinstance(results, dict) or not results:
-        raise ValueError("results must be a non-empty dict: row label -> per-seed results")
-    versus = {} if versus is None else dict(versus)
-    for label, other in versus.items():
-        if label not in results or other not in results:
-            raise ValueError(f"versus must map row labels of results to row labels, got {label!r} -> {other!r}")
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
-        raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
-    rows = {}
-    for label, values in results.items():
-        x = np.asarray(values, dtype=float)
-        if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
-            raise ValueError(f"results[{label!r}] must be a 1-D array of at least 2 finite per-seed results")
-        rows[label] = x
+    rows, versus = results, versus or {}
     f = f"{{:.{digits}f}}"
     lines = ["| setting | n | mean | sd | min | max | vs | diff. | floor | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -204,21 +160,6 @@ def seed_table(results: dict, versus: dict | None = None, digits: int = 4) -> st
     return "\n".join(lines) + "\n"
 
 
-def draw_method_curves(fig, curves: dict) -> None:
-    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 21)."""
-    ax = fig.add_subplot(1, 1, 1)
-    styles = ["-", "--", "-", "-.", "-", "-"]
-    for j, (name, c) in enumerate(curves.items()):
-        color = CORRECT_COLOR if name == "GRPO" else LINE_COLORS[j % len(LINE_COLORS)]
-        _band(ax, c, color, f"{name} ({c.shape[0]} run{'s' if c.shape[0] > 1 else ''})", styles[j % len(styles)])
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("update step (each RL step samples one group of 8)")
-    ax.set_ylabel("π(5)")
-    ax.set_title("every method raises π(5) on the toy", fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-
-
 # ----------------------------------------------------------------------------- live charts (chapters 13 and 14)
 #: The four sliders of chapters 13 (G, eps, lr) and 14 (beta), each on its own chart: every G from 2 to 32,
 #: epsilon from 0.05 to 0.9 in steps of 0.025, the learning rate from 0.1 to 5 in steps of 0.1, beta from 0 to
@@ -229,8 +170,10 @@ GRPO_SLIDERS = {
     "lr": Slider("lr", "lr", 0.1, 5.0, 0.1, 1.0, fmt=".1f"),
     "beta": Slider("beta", "β", 0.0, 2.0, 0.05, 0.0),
 }
+
 #: The series of a run, in the chart's order.
 GRPO_SERIES = ["π(5)", "entropy H(π) (nats)", "KL(π ‖ π_ref) (nats)", "clip fraction, last inner step"]
+
 #: The curves and the notes of a chart read the same run: each run once.
 _slider_run = lru_cache(maxsize=None)(grpo_slider_run)
 
@@ -251,14 +194,26 @@ def grpo_run_notes(**setting) -> dict:
             "flat groups": float(run["zero_std"].sum())}
 
 
+@checked(name=one_of(tuple(GRPO_SLIDERS)))
 def grpo_run_chart(name: str):
     """Chapters 13 and 14: one short seeded GRPO run (``grpo_slider_run``) at every position of the slider ``name``
     (a key of ``GRPO_SLIDERS``), the other three at their defaults."""
-    if name not in GRPO_SLIDERS:
-        raise ValueError(f"name must be one of {list(GRPO_SLIDERS)}, got {name!r}")
     steps = np.arange(SLIDER_RUN["steps"] + 1, dtype=float)
     return line_chart(grpo_run_curves, [GRPO_SLIDERS[name]], x=steps, series=GRPO_SERIES, notes=grpo_run_notes,
                       xlabel="GRPO step (one group each)", ylabel="probability / nats / fraction",
                       headline=f"one seeded run, K = {SLIDER_RUN['K']}",
                       colors=[CORRECT_COLOR, PALETTE["blue"], PALETTE["vermillion"], PALETTE["black"]],
                       styles=["solid", "dashed", "solid", "dotted"], ydomain=[0, 2.6])
+
+
+# The chapter's charts, and their numbers from the library alone (tests/test_charts.py); they replaced G 2..32
+# step 2, eps 0.05..0.9 step 0.05 and lr 10^-1..10^0.7 step 0.1 (18 positions).
+def oracle_grpo_run(**setting):
+    """A GRPO run on the toy at ``setting``, as chapters 13 and 14's charts draw it."""
+    run = grpo_slider_run(**setting)
+    return np.arange(11), [run["pi_correct"], run["entropy"], run["kl_ref"],
+                           np.r_[np.nan, run["inner_clip_fraction"][:, -1]]]
+
+
+CHARTS = tuple(Declared(name, lambda name=name: grpo_run_chart(name), oracle_grpo_run, [GRPO_SLIDERS[name]],
+                        replaced={name: widget}) for name, widget in (("G", 16), ("eps", 18), ("lr", 18)))

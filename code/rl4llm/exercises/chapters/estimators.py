@@ -1,0 +1,19 @@
+"""Chapter 17's coursework: Every gradient estimator against the exact gradient, and where the KL goes
+(``book/17_estimators.ipynb``)."""
+
+NUMBER = 17
+PART, LECTURE = 5, 1
+OBJECTIVE = ("compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the "
+             "KL estimators k1, k2, k3 apart and which gradient each leash follows")
+MINUTES = (60, 75)      # reading its text and code, doing its exercises
+
+#: What a student can do after each exercise (by label).
+EXERCISE_OBJECTIVES = {
+    "ex-ch17-k2": "compute the k2 estimate of one token by hand and say what it estimates",
+    "ex-ch17-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
+    "ex-ch17-dapo-weight": "compute the weight the dapo aggregation gives each token of a long answer",
+    "ex-ch17-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
+    "ex-ch17-beta": "predict and measure where each KL leash holds the toy at another beta",
+}
+#: The kind of each exercise whose title names none.
+UNTITLED_KINDS = {}

@@ -1,0 +1,20 @@
+"""Chapter 20's coursework: When the sampler is not the trainer (``book/20_sampler_trainer.ipynb``)."""
+
+NUMBER = 20
+PART, LECTURE = 5, 2
+OBJECTIVE = ("give the trainer a separate sampler (bf16, stale weights) and measure the log-prob gap per token "
+             "and per sequence; compute TRL's four importance-sampling corrections and the off-policy mask; say "
+             "from a comparison over seeds where a correction matters and why")
+MINUTES = (45, 60)      # reading its text and code, doing its exercises
+
+#: What a student can do after each exercise (by label).
+EXERCISE_OBJECTIVES = {
+    "ex-ch20-sequence-weight": "compute TRL's default importance weight of an answer a separate sampler drew",
+    "ex-ch20-opsm-kl": "compute the off-policy mask's measure of a sequence and say whether it is dropped",
+    "ex-ch20-write-lognormal-weight-moments": "implement the mean and variance of an importance weight with no "
+                                              "cap, truncated and masked",
+    "ex-ch20-one-step-off": "predict and measure whether a one-step-off sampler costs accuracy, and how the "
+                            "learning rate decides it",
+}
+#: The kind of each exercise whose title names none.
+UNTITLED_KINDS = {}
