@@ -1,7 +1,5 @@
 """Tests for reusing samples: rl4llm.math.importance_sampling (chapter 10), rl4llm.math.trust_region and rl4llm.math.ppo_clip
 (chapter 11)."""
-import ast
-import pathlib
 
 import numpy as np
 import pytest
@@ -378,27 +376,3 @@ def test_bad_K(K):
 def test_bad_lr(lr):
     with pytest.raises(ValueError, match="lr"):
         ppo_inner_steps(LOGITS, GROUP, GROUP_ADV, 0.2, lr, 3)
-
-
-# ----------------------------------------------------------------------------- no torch in the numpy core
-def _rl4llm_imports(module: str) -> set:
-    path = pathlib.Path(__file__).resolve().parents[1] / "code" / "rl4llm" / f"{module}.py"
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            names.add(node.module.split(".")[0] if node.level == 0 else "." + (node.module or ""))
-    return names
-
-
-def test_numpy_core_never_imports_torch():
-    seen, todo = set(), ["importance_sampling", "trust_region", "ppo_clip", "credit"]
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        imports = _rl4llm_imports(module)
-        assert "torch" not in imports, f"rl4llm.{module} imports torch"
-        todo += [name[1:] for name in imports if name.startswith(".") and name != "."]
