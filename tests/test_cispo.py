@@ -128,3 +128,21 @@ def test_validation():
         cispo_loss(logp, old, A, mask, eps_low=0.2)
     with pytest.raises(ValueError, match=r"logp must be shaped \(B, T\)"):
         cispo_loss(logp[0], old[0], A, mask[0])
+
+
+def test_the_config_reaches_cispo_by_name_with_its_cap():
+    """GRPOConfig(loss_type="cispo") takes eps_high as CISPO's cap (5 when None, as grpo_loss), and TRL's
+    config receives that cap, not TRL's own default epsilon_high = epsilon = 0.2."""
+    from rl4llm.llm.objectives import EPS_MAX
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.knobs import trl_config_kwargs
+
+    assert GRPOConfig(loss_type="cispo").clip()[1] == EPS_MAX
+    assert GRPOConfig(loss_type="cispo", eps_high=2.0).loss_options()["eps_high"] == 2.0
+    assert trl_config_kwargs(GRPOConfig(loss_type="cispo"))["epsilon_high"] == EPS_MAX
+    assert trl_config_kwargs(GRPOConfig(loss_type="dapo", eps_high=0.28))["epsilon_high"] == 0.28
+    assert GRPOConfig(loss_type="grpo").clip() == (0.2, 0.2)
+    with pytest.raises(ValueError, match="eps_high"):
+        GRPOConfig(loss_type="grpo", eps_high=5.0)
+    with pytest.raises(ValueError, match="eps_high"):
+        GRPOConfig(loss_type="cispo", eps_high=-1.0)

@@ -15,7 +15,7 @@ import torch
 from .._checks import at_least, checked, flag, in_range, nonnegative_real, one_of, optional, tensor
 from ..math.importance_sampling import mean_over_tokens
 from ..math.loss_types import LOSS_TYPES
-from .objectives import EPS_MAX, OBJECTIVES
+from .objectives import EPS_MAX, OBJECTIVES, eps_for_loss_type
 
 #: Where GRPO's importance ratio lives: one per token (GRPO, PPO), or one per sequence (GSPO).
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
@@ -31,11 +31,6 @@ def k3(log_ref_over_pi: torch.Tensor) -> torch.Tensor:
 #: u = log pi_ref - log pi at a token sampled from pi (chapter 17 derives their values and gradients):
 #: k1 = -u = log(pi / pi_ref), k2 = u^2 / 2, k3 = e^u - u - 1.
 KL_ESTIMATORS = {"k1": torch.neg, "k2": lambda u: u ** 2 / 2, "k3": k3}
-
-
-def _objective_range(args):
-    """Relation: the loss type's objective checks (and fills in) ``eps_low`` and ``eps_high``."""
-    OBJECTIVES[LOSS_TYPES[args["loss_type"]].objective].eps_range(args)
 
 
 def _loss_batch(args):
@@ -63,7 +58,7 @@ def _loss_batch(args):
         raise ValueError(f"max_completion_length must be given (an integer >= 1) when loss_type={loss_type!r}")
 
 
-@checked(_objective_range, _loss_batch,
+@checked(eps_for_loss_type, _loss_batch,
          logp=tensor, old_logp=tensor, advantages=tensor, mask=tensor, ref_logp=optional(tensor),
          beta=nonnegative_real, loss_type=one_of(LOSS_TYPES), max_completion_length=optional(at_least(1)),
          importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS),

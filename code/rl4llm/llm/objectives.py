@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 
 from .._checks import clip_range, positive_real
+from ..math.loss_types import LOSS_TYPES
 from ..math.ppo_clip import clip_binds_mask
 
 #: CISPO's cap on the weight when none is given: ScaleRL's epsilon_max, which TRL 1.16 recommends.
@@ -74,3 +75,9 @@ OBJECTIVES = {
     "cispo": Objective("cispo", capped_weight, _cap,
                        lambda ratio, a, eps_low, eps_high: clip_binds_mask(ratio, a, math.inf, eps_high - 1)),
 }
+
+
+def eps_for_loss_type(args):
+    """Relation: the objective of the loss type ``args["loss_type"]`` checks ``eps_low`` and ``eps_high`` and
+    fills them in (the clip's ``eps_high`` defaults to ``eps_low``; CISPO's cap to :data:`EPS_MAX`)."""
+    OBJECTIVES[LOSS_TYPES[args["loss_type"]].objective].eps_range(args)

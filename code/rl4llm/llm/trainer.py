@@ -36,10 +36,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .._checks import (at_least, check_fields, checked, clip_range, eps_pair, in_range, instance_of, integer_at_least,
+from .._checks import (at_least, check_fields, checked, in_range, instance_of, integer_at_least,
                       one_of, positive_real)
 from ..math.credit import group_advantages
 from .grpo import grpo_loss
+from .objectives import eps_for_loss_type
 from ..math.loss_types import LOSS_TYPES
 from .evaluation import greedy_accuracy
 from .kl_placement import KLInLoss, KLInReward
@@ -78,12 +79,19 @@ class GRPOConfig:
     num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
 
     def __post_init__(self):
-        check_fields(self, CONFIG_RULES, clip_range())
+        check_fields(self, CONFIG_RULES, eps_for_loss_type)
+
+    def clip(self) -> tuple[float, float]:
+        """(eps_low, eps_high) as the loss type's objective reads them, ``eps_high`` filled in: ``eps_low`` for
+        the clip (a symmetric range), the cap :data:`rl4llm.llm.objectives.EPS_MAX` for CISPO (chapter 18)."""
+        eps = {"loss_type": self.loss_type, "eps_low": self.eps_low, "eps_high": self.eps_high}
+        eps_for_loss_type(eps)
+        return eps["eps_low"], eps["eps_high"]
 
     def loss_options(self, kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio()) -> dict:
         """The keywords of :func:`rl4llm.llm.grpo.grpo_loss` this run trains with (eps_high filled in), the
         KL's and the ratio's from the strategies ``kl`` and ``ratio`` (chapter 15's by default)."""
-        eps_low, eps_high = eps_pair(self.eps_low, self.eps_high)
+        eps_low, eps_high = self.clip()
         return {"eps_low": eps_low, "eps_high": eps_high, "loss_type": self.loss_type,
                 "max_completion_length": self.max_new_tokens, **kl.loss_options(self.beta), **ratio.loss_options()}
 

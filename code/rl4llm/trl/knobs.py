@@ -110,7 +110,8 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     ``torchrun``) each process holds its share of the completions, so the step still sees
     prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
     ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
-    becomes ``epsilon_high = eps_low`` explicitly; :data:`FIXED` is added. ``device="cpu"`` sets
+    becomes TRL's ``epsilon_high`` explicitly, as the loss type's objective fills it (``eps_low`` for the
+    clip, the cap 5 for CISPO, where TRL's own default of ``epsilon`` would cap every weight at 0.2); :data:`FIXED` is added. ``device="cpu"`` sets
     ``use_cpu=True``. The strategies' fields go to TRL's fields of :data:`KNOBS`: ``ratio``'s level and
     delta, ``kl``'s ``use_bias_correction_kl``, ``sampler``'s ``off_policy_mask_threshold`` and a
     :class:`~rl4llm.llm.samplers.RolloutEngineSampler`'s correction as TRL's ``vllm_importance_sampling_*``
@@ -148,7 +149,7 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
         "per_device_train_batch_size": config.prompts_per_step * config.group_size // num_processes,
         "num_iterations": K,
         "epsilon": config.eps_low,
-        "epsilon_high": config.eps_low if config.eps_high is None else config.eps_high,
+        "epsilon_high": config.clip()[1],
         "beta": config.beta,
         "loss_type": config.loss_type,
         "importance_sampling_level": ratio.level,
