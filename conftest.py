@@ -42,7 +42,7 @@ def chapter_cache(notebook: pathlib.Path) -> pathlib.Path:
 #: end). Chapters 15 and 20 come before the browser's charts: the second worker trains while the first
 #: builds the book that both browser files wait for.
 LONGEST_FIRST = ["tests/test_browser.py", "book/15_tiny_transformer.ipynb", "book/20_sampler_trainer.ipynb",
-                 "tests/test_browser_charts.py", "tests/test_charts.py", "book/16_to_trl.ipynb", "tests/test_launch.py"]
+                 "tests/test_browser_charts.py", "tests/test_charts.py", "book/16_to_trl.ipynb", "tests/test_grpo_trl_script.py"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,7 +1,7 @@
 """Data parallelism and the GRPO normalisers (chapter 16): the in-process all-reduce, against closed forms.
 
 The launched route (two real processes, TRL's own loss, DDP's all-reduce over gloo) is checked
-against the same function in tests/test_launch.py.
+against the same function in tests/test_grpo_trl_script.py.
 """
 import copy
 

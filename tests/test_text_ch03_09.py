@@ -1,4 +1,4 @@
-"""Issue 23 (errata), chapters 3 and 5-9: the numbers the corrected sentences state, each computed
+"""The text of chapters 3 and 5-9 (corrected in issue 23): the numbers its sentences state, each computed
 the way the chapter's cell computes it, and an independent route where one exists."""
 import math
 

@@ -1,4 +1,4 @@
-"""Issue 23's errata for chapters 11, 13, 14 and 21, pinned: every corrected number recomputed by a
+"""The text of chapters 11, 13, 14 and 21 (corrected in issue 23), pinned: every corrected number recomputed by a
 route of its own, the order of numbers and the outputs that print them, figure titles that fit
 their figures, and Markdown that renders (no line of an inline formula read as a list item)."""
 import itertools

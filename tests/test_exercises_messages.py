@@ -1,4 +1,4 @@
-"""Issue 35's check messages: each wrong answer a close read found answered generically now gets its own
+"""The checks' messages (rl4llm.exercises): each wrong answer a close read (issue 35) found answered generically gets its own
 message, and a check never prints numpy's warnings into the student's cell."""
 import warnings
 

@@ -1,4 +1,4 @@
-"""Issue 35's close reads of chapters 1-16: each number or statement the text now gives, recomputed
+"""Chapters 1-16, as the close reads of issue 35 left them: each number or statement the text now gives, recomputed
 here from the library (the chapters print them; nbval checks the printouts)."""
 import math
 

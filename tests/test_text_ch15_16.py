@@ -1,4 +1,4 @@
-"""Issue 23's corrections to chapters 15 and 16, pinned: each statement holds on every CPU.
+"""The text of chapters 15 and 16 (corrected in issue 23), pinned: each statement holds on every CPU.
 
 - chapter 15's run is defined once (``chapter15_config``) and chapter 16's knob table shows it;
 - TRL's smaller advantages do not shorten AdamW's steps (a constant gradient factor cancels);
