@@ -103,7 +103,7 @@ def check_normalisation(warm_model, state, path: Path) -> None:
     """
     from rl4llm.llm.data_parallel import shard_slices
     from rl4llm.llm.trainer import GRPOConfig
-    from rl4llm.trl.plumbing import quiet
+    from rl4llm.trl.adapters import quiet
     from rl4llm.trl.parity import TRL_LOSS_TYPES, book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
 
     config = GRPOConfig(prompts_per_step=2, group_size=4, eps_low=0.2, eps_high=0.28, beta=0.04,
@@ -143,7 +143,7 @@ def main(argv=None):
 
     from rl4llm.llm.tasks import AdditionTask
     from rl4llm.llm.trainer import GRPOConfig
-    from rl4llm.trl.plumbing import quiet
+    from rl4llm.trl.adapters import quiet
     from rl4llm.trl.knobs import trl_config_kwargs
     from rl4llm.trl.run import AccuracyClock, trl_grpo_trainer
     from rl4llm.llm.warmstart import warm_start

@@ -69,7 +69,7 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
     from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
     from rl4llm.llm.trainer import GRPOConfig
     from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
-    from rl4llm.trl.plumbing import quiet
+    from rl4llm.trl.adapters import quiet
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())

@@ -16,7 +16,7 @@ from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises import part4
 from rl4llm.llm.grpo import grpo_loss
 from rl4llm.math.loss_types import loss_types_with
-from rl4llm.studies.toy_methods import run_exact_gradient
+from rl4llm.studies.method_runs import run_exact_gradient
 from rl4llm.math.statistics import seeds_needed
 from rl4llm.toy.verifier import EOS_MARKER
 

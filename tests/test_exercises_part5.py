@@ -10,7 +10,7 @@ from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.exercises import part5
 from rl4llm.studies.estimator_bias import estimate_of_group, two_step_task
-from rl4llm.studies.kl_leashes import leash_gradient
+from rl4llm.studies.kl_penalties import leash_gradient
 
 CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-dapo-weight": 17, "kl_estimators": 17}
 

@@ -8,7 +8,7 @@ import torch
 
 from rl4llm.math.credit import group_advantages
 from rl4llm.llm.grpo import KL_ESTIMATORS, grpo_loss
-from rl4llm.studies.kl_leashes import kl_estimators
+from rl4llm.studies.kl_penalties import kl_estimators
 from rl4llm.llm.kl_placement import KLInLoss, KLInReward
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
 from rl4llm.llm.ratios import ImportanceRatio

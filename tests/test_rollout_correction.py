@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rl4llm.llm.grpo import grpo_loss
-from rl4llm.trl.plumbing import quiet
+from rl4llm.trl.adapters import quiet
 from rl4llm.math.loss_types import LOSS_TYPES
 from rl4llm.llm.model import GPT, GPTConfig, Rollout, completion_logprobs
 from rl4llm.llm.rollout_correction import (IMPORTANCE_SAMPLING_MODES, importance_weights, off_policy_mask,

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rl4llm import CORRECT, LOGITS, REWARDS, group_advantages, grpo_loss, softmax
-from rl4llm.studies import toy_methods
+from rl4llm.studies import method_runs
 from rl4llm.math.estimators import gradient_samples, group_count_law
 from rl4llm.studies.onpolicy import on_policy_loop
 from rl4llm import with_correct_mass
@@ -40,7 +40,7 @@ def _markdown(path):
 
 # ----------------------------------------------------------------------------- ex-ch21-knobs
 def test_knobs_solution_ppo_step_saturates_in_K():
-    got = [round(float(toy_methods.run_ppo(steps=1, K=K)[1]), 4) for K in (1, 4, 16, 64, 256)]
+    got = [round(float(method_runs.run_ppo(steps=1, K=K)[1]), 4) for K in (1, 4, 16, 64, 256)]
     assert got == [0.2408, 0.2569, 0.3026, 0.3639, 0.3639]
 
 
@@ -48,10 +48,10 @@ def test_knobs_solution_ppo_step_saturates_in_K():
 @pytest.fixture(scope="module")
 def head_start():
     variants = {
-        "baseline": (toy_methods.run_reinforce_baseline, {}),
-        "grpo K=1": (toy_methods.run_grpo, {"K": 1}),
-        "grpo": (toy_methods.run_grpo, {}),
-        "baseline lr=4": (toy_methods.run_reinforce_baseline, {"lr": 4.0}),
+        "baseline": (method_runs.run_reinforce_baseline, {}),
+        "grpo K=1": (method_runs.run_grpo, {"K": 1}),
+        "grpo": (method_runs.run_grpo, {}),
+        "baseline lr=4": (method_runs.run_reinforce_baseline, {"lr": 4.0}),
     }
     return {label: run_over_seeds(run, range(32), steps=5, **kw)[:, 5]
             for label, (run, kw) in variants.items()}
@@ -77,8 +77,8 @@ def test_samples_solution_verdicts(head_start):
 
 def test_samples_solution_grpo_with_one_unscaled_step_is_the_baseline_loop():
     for seed in range(32):
-        np.testing.assert_allclose(toy_methods.run_grpo(K=1, scale=False, seed=seed),
-                                   toy_methods.run_reinforce_baseline(seed=seed), atol=1e-12)
+        np.testing.assert_allclose(method_runs.run_grpo(K=1, scale=False, seed=seed),
+                                   method_runs.run_reinforce_baseline(seed=seed), atol=1e-12)
 
 
 def test_samples_solution_std_divisors():
@@ -96,7 +96,7 @@ def test_samples_solution_std_divisors():
 # ----------------------------------------------------------------------------- chapter 21's prose
 @pytest.fixture(scope="module")
 def curves():
-    return toy_methods.method_curves(steps=30, seeds=range(32))
+    return method_runs.method_curves(steps=30, seeds=range(32))
 
 
 def test_band_claims(curves):
@@ -156,8 +156,8 @@ def test_on_mixed_groups_the_baseline_loop_pushes_harder_once_pi5_exceeds_8_to_t
 def test_the_gap_shrinks_with_a_larger_group():
     gaps = {}
     for G in (8, 32):
-        a = run_over_seeds(toy_methods.run_reinforce, range(32), G=G)[:, 30]
-        b = run_over_seeds(toy_methods.run_reinforce_baseline, range(32), G=G)[:, 30]
+        a = run_over_seeds(method_runs.run_reinforce, range(32), G=G)[:, 30]
+        b = run_over_seeds(method_runs.run_reinforce_baseline, range(32), G=G)[:, 30]
         gaps[G] = float(a.mean() - b.mean())
     assert 0 < gaps[32] < gaps[8] / 2
 
@@ -426,7 +426,7 @@ def test_ch21_k3_solution():
 
 # ----------------------------------------------------------------------------- ex-ch21-write-exact-gradient
 def test_ch21_exact_gradient_solution():
-    from rl4llm.studies.toy_methods import run_exact_gradient
+    from rl4llm.studies.method_runs import run_exact_gradient
     assert round(float(run_exact_gradient(30, 7 / 8)[30]), 4) == 0.9561
     printed = _stored_output(CH21, "exact gradient, lr = 1:")
     assert "exact gradient, lr = 7/8: 0.9561" in printed

@@ -50,7 +50,7 @@ def site(edition) -> Path:
 
 
 def _reference(name: str):
-    for module in ("rl4llm", "rl4llm.llm.grpo", "rl4llm.llm.data_parallel", "rl4llm.studies.toy_methods", "rl4llm.toy.verifier"):
+    for module in ("rl4llm", "rl4llm.llm.grpo", "rl4llm.llm.data_parallel", "rl4llm.studies.method_runs", "rl4llm.toy.verifier"):
         function = getattr(importlib.import_module(module), name, None)
         if inspect.isfunction(function) and function.__name__ == name:
             return function

@@ -18,7 +18,7 @@ from rl4llm.llm.ratios import ImportanceRatio
 from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import CharTokenizer
 from rl4llm.llm.trainer import CLIP_METRICS, GRPOConfig
-from rl4llm.trl.plumbing import char_tokenizer_for_transformers, trl_policy
+from rl4llm.trl.adapters import char_tokenizer_for_transformers, trl_policy
 from rl4llm.trl.knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
 from rl4llm.trl.parity import TRL_LOSS_TYPES, compare_losses, loss_batch
 
@@ -44,7 +44,7 @@ def real_trl_config(tmp_path, config, **extra):
 def test_import_rl4llm_does_not_import_trl():
     """The knob mapping and the parity harness import trl and transformers only when called; the TRL run's
     module subclasses transformers' callback, so it imports transformers (and only it does)."""
-    code = ("import sys, rl4llm, rl4llm.trl.knobs, rl4llm.trl.parity, rl4llm.trl.plumbing; "
+    code = ("import sys, rl4llm, rl4llm.trl.knobs, rl4llm.trl.parity, rl4llm.trl.adapters; "
             "print('trl' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

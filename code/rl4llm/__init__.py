@@ -50,7 +50,7 @@ _LAZY = {
     "llm.grpo_toys": ("aggregation_weights", "k3_loss_gradient", "two_step_inner_steps"),
     "studies.toy_grpo": ("entropy_gradient", "forward_kl_gradient", "grpo_slider_run", "grpo_toy_run",
                          "reverse_kl_gradient", "run_over_seeds"),
-    "studies.toy_methods": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
+    "studies.method_runs": ("METHODS", "method_curves", "run_exact_gradient", "run_grpo", "run_ppo", "run_reinforce",
                     "run_reinforce_baseline", "run_sft", "run_trpo"),
     "llm.model": ("GPT", "GPTConfig", "Rollout", "completion_logprobs", "sample", "to_gpt2"),
     "llm.evaluation": ("greedy_accuracy",),
@@ -64,7 +64,7 @@ _LAZY = {
     "trl.parity": ("compare_losses",),
     # Part V: every estimator against the exact gradient, and where the KL goes (chapter 17)
     "studies.estimator_bias": ("ADVANTAGES", "estimator_moments", "one_step_task", "sample_estimates", "two_step_task"),
-    "studies.kl_leashes": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
+    "studies.kl_penalties": ("LEASHES", "kl_estimator_moments", "kl_estimators", "leash_exact_run", "leash_gradient",
                    "leash_run"),
     "studies.length_drift": ("length_drift_exact", "length_drift_run", "soft_overlong_penalty"),
     "studies.sequence_kl": ("sequence_kl_gradients",),

@@ -226,7 +226,7 @@ class FunctionExercise:
 
 def imported_on_call(module: str, name: str) -> Callable:
     """``rl4llm.<module>.<name>``, imported when first called: a reference that lives in a module that
-    imports torch (``grpo``, ``toy_methods``) stays out of the chapters that never load torch."""
+    imports torch (``grpo``, ``method_runs``) stays out of the chapters that never load torch."""
     def reference(*args, **kwargs):
         return getattr(importlib.import_module(f"rl4llm.{module}"), name)(*args, **kwargs)
     reference.__name__ = reference.__qualname__ = name

@@ -25,7 +25,7 @@ from ..toy.five_token import CORRECT, LOGITS
 from ..toy.verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
 from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
-run_exact_gradient = imported_on_call("studies.toy_methods", "run_exact_gradient")   # rl4llm.studies.toy_methods imports torch
+run_exact_gradient = imported_on_call("studies.method_runs", "run_exact_gradient")   # rl4llm.studies.method_runs imports torch
 
 
 # ============================================================================ chapter 15

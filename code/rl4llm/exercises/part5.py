@@ -22,7 +22,7 @@ import numpy as np
 from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
 from ..math.pass_at_k import pass_at_k_estimate
 from ..math.step_time import generation_seconds
-from ..studies.kl_leashes import kl_estimators
+from ..studies.kl_penalties import kl_estimators
 from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
 

@@ -29,7 +29,7 @@ from .._checks import checked, integer_at_least, positive_real
 from ..llm.kl_placement import KLInLoss, KLInReward
 from ..llm.objectives import EPS_MAX
 from ..math.credit import group_advantages
-from .plumbing import quiet
+from .adapters import quiet
 from ..llm.model import GPT
 from ..llm.ratios import ImportanceRatio
 from ..llm.samplers import PolicySampler, RolloutEngineSampler, Sampler

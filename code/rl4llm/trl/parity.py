@@ -18,7 +18,7 @@ from .._checks import finite_real, integer_at_least
 from ..llm.grpo import grpo_loss
 from ..llm.kl_placement import KLInLoss
 from ..math.credit import group_advantages
-from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
+from .adapters import char_tokenizer_for_transformers, quiet, trl_policy
 from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
 from ..llm.ratios import ImportanceRatio

@@ -17,7 +17,7 @@ from transformers import TrainerCallback
 
 from .._checks import integer_at_least
 from ..llm.evaluation import greedy_accuracy
-from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
+from .adapters import char_tokenizer_for_transformers, quiet, trl_policy
 from ..llm.model import GPT, from_gpt2
 from ..llm.tasks import AdditionTask
 from ..llm.trainer import torch_threads

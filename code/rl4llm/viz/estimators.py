@@ -2,7 +2,7 @@
 cap, and the three KL estimators' bias and spread as the policy moves (``rl4llm.viz.charts``).
 
 Each chart stores the library's numbers (``estimator_bias.estimator_moments``,
-``kl_leashes.kl_estimator_moments``) at every position of its sliders; the reader's browser redraws
+``kl_penalties.kl_estimator_moments``) at every position of its sliders; the reader's browser redraws
 from them with no kernel."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from functools import lru_cache
 import math
 
 from ..studies.estimator_bias import ADVANTAGES, estimator_moments, one_step_task, two_step_task
-from ..studies.kl_leashes import ESTIMATORS, kl_estimator_moments, moved_policy
+from ..studies.kl_penalties import ESTIMATORS, kl_estimator_moments, moved_policy
 from .charts import Declared, Slider, bar_chart, grid
 
 

@@ -21,7 +21,7 @@ fixed, as autograd sees them (chapter 17 derives each):
 Each placement's gradient on a token y is one coefficient times the score grad ln pi(y)
 (``leash_coefficient``: x, 1, x, 1 - e^(-x), x). ``kl_estimators`` is the formula;
 ``kl_estimator_moments`` its exact bias and variance on a tabular policy; ``leash_gradient`` the expected
-(or sampled) gradient of each leash, in closed form (``tests/test_kl_leashes.py`` checks it by autograd);
+(or sampled) gradient of each leash, in closed form (``tests/test_kl_penalties.py`` checks it by autograd);
 ``leash_run`` and ``leash_exact_run`` train the toy with each, sampled and exactly.
 """
 from __future__ import annotations

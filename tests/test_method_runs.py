@@ -1,10 +1,10 @@
-"""Tests for rl4llm.studies.toy_methods (chapter 21): every method, one call each, on the toy."""
+"""Tests for rl4llm.studies.method_runs (chapter 21): every method, one call each, on the toy."""
 import numpy as np
 import pytest
 
 from rl4llm import CORRECT, LOGITS, REWARDS, policy_gradient, softmax
 from rl4llm.math.estimators import gradient_by_finite_differences, sample_groups
-from rl4llm.studies.toy_methods import (METHODS, method_curves, run_exact_gradient, run_grpo, run_ppo,
+from rl4llm.studies.method_runs import (METHODS, method_curves, run_exact_gradient, run_grpo, run_ppo,
                             run_reinforce, run_reinforce_baseline, run_sft, run_trpo)
 from rl4llm.studies.toy_grpo import grpo_toy_run
 

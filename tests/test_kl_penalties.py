@@ -1,4 +1,4 @@
-"""Tests for rl4llm.studies.kl_leashes (chapter 17): the three estimators against their formulas and the
+"""Tests for rl4llm.studies.kl_penalties (chapter 17): the three estimators against their formulas and the
 exact KL by enumeration and Monte Carlo; each leash's closed-form gradient against autograd through the
 penalty as a trainer writes it, against the closed forms of both KL directions, against finite differences of the KL, and against Monte Carlo; the
 training runs against their exact paths; and every bad input."""
@@ -10,7 +10,7 @@ import torch
 
 from rl4llm import LOGITS, kl_divergence, kl_estimators, softmax
 from rl4llm.math.estimators import sample_groups
-from rl4llm.studies.kl_leashes import (LEASH_DIRECTIONS, LEASHES, kl_estimator_moments, leash_exact_run,
+from rl4llm.studies.kl_penalties import (LEASH_DIRECTIONS, LEASHES, kl_estimator_moments, leash_exact_run,
                                   leash_gradient, leash_run, moved_policy)
 from rl4llm.llm.grpo import KL_ESTIMATORS
 from rl4llm.llm.grpo_toys import k3_loss_gradient

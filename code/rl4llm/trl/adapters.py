@@ -1,6 +1,6 @@
-"""Hugging Face plumbing around the book's tokenizer and tiny GPT (chapter 16).
+"""Adapters that let TRL see the book's tokenizer and tiny GPT as its own (chapter 16).
 
-What TRL needs to see our objects as its own: the character tokenizer as a transformers tokenizer
+What that takes: the character tokenizer as a transformers tokenizer
 (:func:`char_tokenizer_for_transformers`), the GPT as a ``GPT2LMHeadModel`` with our special ids
 (:func:`trl_policy`), and :func:`quiet`, which silences transformers' and TRL's warnings, log lines
 and progress bars. ``transformers`` and ``tokenizers`` are imported inside the functions.
