@@ -181,6 +181,17 @@ def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
         raise ValueError(f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}")
 
 
+def seed_list(minimum: int = 1, why: str = ""):
+    """Rule: seeds (integers >= 0; one seed or a sequence of them), at least ``minimum`` of them (``why``
+    says why, in the message); the function receives a list of ints."""
+    def rule(x, name):
+        seeds = [integer_at_least(s, name, 0) for s in np.atleast_1d(np.asarray(x, dtype=object)).tolist()]
+        if len(seeds) < minimum:
+            raise ValueError(f"{name} must hold at least {minimum} seed(s) (integers >= 0){why}, got {x!r}")
+        return seeds
+    return rule
+
+
 def reward_vector(rewards, size: int, name: str = "rewards") -> np.ndarray:
     """Finite rewards, one per answer: a 1-D vector of length ``size``."""
     r = as_float_array(rewards, name)
