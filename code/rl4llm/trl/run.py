@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from transformers import TrainerCallback
 
-from .._checks import integer_at_least
+from .._checks import checked, instance_of, integer_at_least
 from ..llm.evaluation import greedy_accuracy
 from .plumbing import char_tokenizer_for_transformers, quiet, trl_policy
 from ..llm.model import GPT, from_gpt2
@@ -23,6 +23,7 @@ from ..llm.tasks import AdditionTask
 from ..llm.trainer import torch_threads
 
 
+@checked(task=instance_of(AdditionTask))
 def completion_reward(task: AdditionTask, counter: dict | None = None):
     """A TRL reward function: the book's verifier on the sampled ids up to the first EOS (chapter 16).
 
@@ -30,8 +31,6 @@ def completion_reward(task: AdditionTask, counter: dict | None = None):
     sampled inside an answer would vanish from the text; this one reads ``completion_ids`` instead.
     With ``counter``, ``counter["tokens"]`` grows by the number of sampled tokens (EOS included).
     """
-    if not isinstance(task, AdditionTask):
-        raise ValueError(f"task must be an rl4llm AdditionTask, got {type(task).__name__}")
     eos, pad = task.tokenizer.eos_id, task.tokenizer.pad_id
 
     def reward(prompts, completion_ids, **kwargs):
