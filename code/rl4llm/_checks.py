@@ -175,6 +175,16 @@ def index_in_range(i, name: str, size: int) -> int:
     return int(i)
 
 
+def vector_of(rule, what: str):
+    """Rule: what ``rule`` accepts (an array), 1-D; ``what`` names its entries in the message."""
+    def check(x, name):
+        arr = rule(x, name)
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array of {what}, got shape {arr.shape}")
+        return arr
+    return check
+
+
 def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
     """Raise unless two arrays have the same shape."""
     if a.shape != b.shape:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import (as_float_array, at_least, checked, index_in_range, one_reward_per_answer, probability_array,
-                       same_shapes, scalar_or_array)
+                       same_shapes, scalar_or_array, vector_of)
 from .distributions import log_softmax, probability_vector, softmax
 from .estimators import sample_groups
 from ..toy.five_token import CORRECT, LOGITS, REWARDS
@@ -134,14 +134,6 @@ def _masses(x, name):
     return masses
 
 
-def _mass_vector(x, name):
-    """Rule: a 1-D array of masses in (0, 1)."""
-    masses = _masses(x, name)
-    if masses.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of masses in (0, 1), got {x!r}")
-    return masses
-
-
 def _rescalable(args):
     """Relation: ``correct`` indexes an answer of p, and p puts some mass elsewhere."""
     args["correct"] = index_in_range(args["correct"], "correct", args["p"].size)
@@ -162,7 +154,7 @@ def with_correct_mass(p, correct: int, mass):
     return out
 
 
-@checked(new_masses=_mass_vector, old_mass=_masses)
+@checked(new_masses=vector_of(_masses, "masses in (0, 1)"), old_mass=_masses)
 def drift_variance_ratio(new_masses, old_mass: float = 0.05) -> np.ndarray:
     """Chapter 10's curve: per-sample variance of the reweighted J-hat over the on-policy one.
 
