@@ -38,13 +38,12 @@ SCHEDULES = ("synchronous", "one_step_off", "asynchronous")
 H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35e12, "nvlink_bandwidth": 900e9}
 
 
+@checked(n_params=positive_real, tokens=positive_real, flops_per_second=positive_real, gpus=at_least(1),
+         extra_forwards=at_least(0))
 def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1) -> float:
     """(6 + 2 e) Psi tokens / (F x gpus): forward and backward on every token, and ``extra_forwards`` = e
     more forward passes (1: the reference model's log-probs)."""
-    psi, n, F = (positive_real(x, name) for x, name in ((n_params, "n_params"), (tokens, "tokens"),
-                                                        (flops_per_second, "flops_per_second")))
-    e = integer_at_least(extra_forwards, "extra_forwards", 0)
-    return (TRAIN_FLOPS + FORWARD_FLOPS * e) * psi * n / (F * integer_at_least(gpus, "gpus", 1))
+    return (TRAIN_FLOPS + FORWARD_FLOPS * extra_forwards) * n_params * tokens / (flops_per_second * gpus)
 
 
 def _fits_one_sequence(args):
@@ -86,10 +85,10 @@ def generation_seconds(n_params, sequences, prompt_length, completion_length, *,
     return seconds
 
 
+@checked(n_params=positive_real, bandwidth=positive_real, weight_bytes=positive_real)
 def weight_sync_seconds(n_params, bandwidth, *, weight_bytes=2) -> float:
     """Psi b / B: the seconds to send every weight once over a link of ``bandwidth`` bytes/s."""
-    return positive_real(n_params, "n_params") * positive_real(weight_bytes, "weight_bytes") / positive_real(
-        bandwidth, "bandwidth")
+    return n_params * weight_bytes / bandwidth
 
 
 def schedule(rollout_s, train_s, sync_s, mode, *, max_staleness=4) -> dict:
