@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .._checks import (at_least, check_fields, checked, in_range, instance_of, integer_at_least, seed_list,
+from .._checks import (at_least, check_fields, checked, in_range, instance_of, optional, seed_list,
                       one_of, positive_real)
 from ..math.credit import group_advantages
 from .grpo import grpo_loss
@@ -472,6 +472,7 @@ class GRPOTrainer:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
                                      f"{quantity} is {float(value.detach())}; training stopped before the update")
 
+    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real))
     def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
               checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
         """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
@@ -486,11 +487,7 @@ class GRPOTrainer:
         """
         from tqdm.auto import tqdm
 
-        steps = max(self.config.steps - self.step_count, 0) if steps is None else integer_at_least(steps, "steps", 0)
-        if checkpoint_every is not None:
-            integer_at_least(checkpoint_every, "checkpoint_every", 1)
-        if max_seconds is not None:
-            positive_real(max_seconds, "max_seconds")
+        steps = max(self.config.steps - self.step_count, 0) if steps is None else steps
         with torch_threads(self.config.num_threads), \
                 tqdm(total=steps, desc="GRPO", disable=not progress, leave=True) as bar:
             if not self.evals["step"]:
