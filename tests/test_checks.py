@@ -1,8 +1,12 @@
 """The declared checks of rl4llm._checks: each rule returns what the function body receives and
 refuses a bad value with a ValueError naming the parameter and its range."""
+import ast
+import pathlib
+
 import numpy as np
 import pytest
 
+import rl4llm
 from rl4llm._checks import (checked, flag, generator, integer_in_range, logits_vector, one_reward_per_answer,
                             reward_vector)
 
@@ -44,3 +48,87 @@ def test_a_flag_is_true_or_false_and_nothing_truthy():
     for bad in (1, 0, "yes", None):
         with pytest.raises(ValueError, match="switch must be True or False"):
             flag(bad, "switch")
+
+
+# ---- one style: no inline ValueError outside the rules and relations --------------------------------
+#: Where a ``raise ValueError`` stays outside a rule or relation, and why.
+INLINE_RAISES = {
+    "math/statistics.py": {"_per_seed": "chapter 20's module, changed by its own branch this round",
+                           "false_alarm_rate_of_two_se": "chapter 20's module, changed by its own branch this round"},
+    "math/step_time.py": {"schedule": "chapter 19 shows its source; that torch chapter is not re-executed here"},
+    "trl/run.py": {"trl_grpo_trainer": "chapter 16 shows its source; that torch chapter is not re-executed here"},
+    "trl/knobs.py": {"trl_defaults": "the fields are read against trl's own GRPOConfig, built in the body"},
+    "llm/model.py": {"GPT.forward": "the limit counts the KV cache's tokens, the module's state, not an argument"},
+    "llm/samplers.py": {"RolloutEngineSampler.check_with": "a relation's step: strategies_agree calls it"},
+    "llm/tasks.py": {"CharTokenizer.encode": "a parse: each character is checked as it is read"},
+    "viz/charts.py": {"grid": "checks what the reader's compute returns, not an argument",
+                      "line_chart.at": "checks what the reader's compute and notes return, not an argument"},
+    "exercises/_core.py": {"NumericExercise.value": "the answer is computed on first use, then checked",
+                           "NumericExercise.mistakes": "the mistakes are computed on first use, then checked"},
+    "course/assignments.py": {"exercises": "checks a chapter notebook's cells, read from disk",
+                              "_answer_cell": "checks the library's exercise registry against a notebook"},
+    "course/grading/gradebook.py": {"autograde": "the assignment must be a folder on disk"},
+    "course/grading/runner.py": {"encode": "the last branch of a switch on a student's value's type"},
+}
+
+
+def _called_in(node, kind):
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, kind)]
+
+
+def _checks_of_the_package():
+    """Per module (path under rl4llm/): its tree; and every name a ``checked(...)`` or ``check_fields(...)``
+    call refers to, directly or through a module-level constant (``_CLIP = {...}``)."""
+    root = pathlib.Path(rl4llm.__file__).parent
+    trees = {p.relative_to(root).as_posix(): ast.parse(p.read_text()) for p in root.rglob("*.py")
+             if p.name != "_checks.py"}
+    declared = set()
+    for tree in trees.values():
+        constants = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                     for t in node.targets if isinstance(t, ast.Name)}
+        todo = [arg for call in _called_in(tree, (ast.Name, ast.Attribute))
+                if getattr(call.func, "id", getattr(call.func, "attr", None)) in ("checked", "check_fields")
+                for arg in [*call.args, *(k.value for k in call.keywords)]]
+        while todo:
+            for n in ast.walk(todo.pop()):
+                name = getattr(n, "id", None) or getattr(n, "attr", None)
+                if isinstance(n, (ast.Name, ast.Attribute)) and name not in declared:
+                    declared.add(name)
+                    if name in constants:
+                        todo.append(constants[name])
+    return trees, declared
+
+
+def _inline_raises(tree, declared):
+    """(qualified function, line) of each ``raise ValueError`` outside a rule or relation: a function
+    ``declared`` (passed to checked or check_fields anywhere in the package), a module function one of
+    those calls (its helper), or a function nested in either (a rule factory's rule)."""
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    rules, todo = set(), [name for name in declared if name in functions]
+    while todo:
+        name = todo.pop()
+        if name not in rules:
+            rules.add(name)
+            todo += [c.func.id for c in _called_in(functions[name], ast.Name) if c.func.id in functions]
+    found = []
+
+    def visit(node, scope):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+                visit(child, scope + [child.name])
+                continue
+            exc = getattr(child, "exc", None) if isinstance(child, ast.Raise) else None
+            exc = exc.func if isinstance(exc, ast.Call) else exc
+            if getattr(exc, "id", None) == "ValueError" and not rules & set(scope):
+                found.append((".".join(scope), child.lineno))
+            visit(child, scope)
+    visit(tree, [])
+    return found
+
+
+def test_no_module_raises_valueerror_inline_outside_its_rules_and_relations():
+    trees, declared = _checks_of_the_package()
+    inline = {(path, function) for path, tree in trees.items() for function, _ in _inline_raises(tree, declared)}
+    allowed = {(path, function) for path, functions in INLINE_RAISES.items() for function in functions}
+    assert inline <= allowed, f"validate with @checked rules and relations instead: {sorted(inline - allowed)}"
+    assert allowed <= inline, f"no longer raising inline, drop from INLINE_RAISES: {sorted(allowed - inline)}"

@@ -42,7 +42,7 @@ def test_without_dynamic_sampling_every_step_costs_the_batch_and_the_run_tracks_
 def test_validation():
     with pytest.raises(ValueError, match="G must be an integer >= 1"):
         flat_probability([0.5, 0.5], [0, 1], 0)
-    with pytest.raises(ValueError, match="probs and rewards must be 1-D arrays of one shape"):
+    with pytest.raises(ValueError, match="probs and rewards must have the same shape"):
         flat_probability([0.5, 0.5], [0, 1, 1], 2)
     with pytest.raises(ValueError, match="every group is flat"):
         draws_per_kept_group([1.0, 0.0], [1, 0], 3)

@@ -175,10 +175,31 @@ def index_in_range(i, name: str, size: int) -> int:
     return int(i)
 
 
+def vector_of(rule, what: str):
+    """Rule: what ``rule`` accepts (an array), 1-D; ``what`` names its entries in the message."""
+    def check(x, name):
+        arr = rule(x, name)
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array of {what}, got shape {arr.shape}")
+        return arr
+    return check
+
+
 def same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
     """Raise unless two arrays have the same shape."""
     if a.shape != b.shape:
         raise ValueError(f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}")
+
+
+def seed_list(minimum: int = 1, why: str = ""):
+    """Rule: seeds (integers >= 0; one seed or a sequence of them), at least ``minimum`` of them (``why``
+    says why, in the message); the function receives a list of ints."""
+    def rule(x, name):
+        seeds = [integer_at_least(s, name, 0) for s in np.atleast_1d(np.asarray(x, dtype=object)).tolist()]
+        if len(seeds) < minimum:
+            raise ValueError(f"{name} must hold at least {minimum} seed(s) (integers >= 0){why}, got {x!r}")
+        return seeds
+    return rule
 
 
 def reward_vector(rewards, size: int, name: str = "rewards") -> np.ndarray:

@@ -27,6 +27,8 @@ from typing import Callable
 
 import numpy as np
 
+from .._checks import checked, positive_real
+
 CORRECT, NOT_YET = "Correct:", "Not yet:"
 
 #: What a by-hand answer may look like: a decimal (0.25, -.5, 1e-3) or a fraction of two (1/4).
@@ -72,10 +74,9 @@ class NumericExercise:
     computed with torch does not load torch in the chapters that never use it.
     """
 
+    @checked(tolerance=positive_real)
     def __init__(self, chapter: int, quantity: str, value: float | Callable[[], float], tolerance: float,
                  mistakes: tuple[tuple[float, str], ...] | Callable[[], tuple] = ()):
-        if not tolerance > 0:
-            raise ValueError(f"tolerance must be > 0, got {tolerance}")
         self.chapter, self.quantity, self.tolerance = chapter, quantity, tolerance
         self._value, self._mistakes = value, mistakes
         if not (callable(value) or callable(mistakes)):

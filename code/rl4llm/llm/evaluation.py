@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._checks import integer_at_least
+from .._checks import at_least, checked
 from .grpo import k3
 from .model import GPT, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, AdditionTask
@@ -37,6 +37,7 @@ def greedy_accuracy(model: GPT, task: AdditionTask, pairs=None, *, return_comple
 
 
 @torch.no_grad()
+@checked(n_prompts=at_least(1), group_size=at_least(1), seed=at_least(0))
 def k3_per_token(policy: GPT, reference: GPT, task: AdditionTask, *, n_prompts: int = 256, group_size: int = 8,
                  seed: int = 0) -> np.ndarray:
     """The k3 estimate of KL(policy || reference) at every sampled completion token (chapter 15).
@@ -46,10 +47,8 @@ def k3_per_token(policy: GPT, reference: GPT, task: AdditionTask, *, n_prompts: 
     x = log pi_ref(y_t) - log pi(y_t), k3 = e^x - x - 1 >= 0, the per-token term the trainer's ``kl``
     averages. Returns the 1-D array of those values, one per token.
     """
-    n_prompts = integer_at_least(n_prompts, "n_prompts", 1)
-    group_size = integer_at_least(group_size, "group_size", 1)
     device = next(policy.parameters()).device
-    generator = torch.Generator(device=device).manual_seed(integer_at_least(seed, "seed", 0))
+    generator = torch.Generator(device=device).manual_seed(seed)
     chosen = torch.randint(len(task.train_pairs), (n_prompts,), generator=torch.Generator().manual_seed(seed))
     prompts = torch.as_tensor(task.train_prompt_ids, device=device)[chosen.to(device)]
     tok = task.tokenizer

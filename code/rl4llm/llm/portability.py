@@ -17,12 +17,21 @@ import os
 import subprocess
 import sys
 
+from .._checks import checked
 
+
+def _claims(claims, name: str = "claims") -> dict:
+    """Rule: a dict whose keys (the claims) are non-empty strings."""
+    bad = [claim for claim in claims if not isinstance(claim, str) or not claim]
+    if bad:
+        raise ValueError(f"{name} must map non-empty strings to booleans, got key {bad[0]!r}")
+    return claims
+
+
+@checked(claims=_claims)
 def print_claims(claims: dict[str, bool]) -> None:
     """Print each claim and whether it holds, one line each: ``"<claim>: True"``."""
     for claim, holds in claims.items():
-        if not isinstance(claim, str) or not claim:
-            raise ValueError(f"claims must map non-empty strings to booleans, got key {claim!r}")
         print(f"{claim}: {bool(holds)}")
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from .._checks import integer_at_least, logits_vector
+from .._checks import checked, logits_vector, reward_vector, seed_list
 from ..math.credit import group_advantages
 from .grpo import grpo_loss
 from .model import GPT
@@ -59,21 +59,29 @@ class TaggedAnswerTask(AdditionTask):
                          for p, t in zip(self.prompts(pairs), texts)], dtype=np.float64)
 
 
+@checked(seeds=seed_list())
 def train_runs(policy: GPT, task: AdditionTask, seeds, runs: dict = RUNS, base: GRPOConfig = READING_CONFIG) -> dict:
     """Each of ``runs`` from ``policy``, once per seed of ``seeds`` (chapter 19): ``{name: [trainer, ...]}``.
 
     A run is ``base`` with its overrides and the seed; a run marked for it is scored by a
     :class:`TaggedAnswerTask` on ``task``'s split, the others by ``task``.
     """
-    seeds = [integer_at_least(s, "seeds", 0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
     tagged = TaggedAnswerTask(seed=task.seed, n_eval=task.n_eval)
     return {name: [GRPOTrainer(policy, tagged if flat else task, replace(base, **overrides, seed=seed))
                    .train(progress=False) for seed in seeds]
             for name, (overrides, flat) in runs.items()}
 
 
+def _group_of_answers(args):
+    """Relation: ``answers`` are at least 2 answer indices of ``logits`` (a 1-D array), ``rewards`` one reward
+    per answer."""
+    ys, size = np.asarray(args["answers"]), args["logits"].size
+    if ys.ndim != 1 or ys.size < 2 or not np.issubdtype(ys.dtype, np.integer) or ys.min() < 0 or ys.max() >= size:
+        raise ValueError(f"answers must be a 1-D array of at least 2 answer indices in [0, {size - 1}]")
+    args["answers"], args["rewards"] = ys, reward_vector(args["rewards"], ys.size)
+
+
+@checked(_group_of_answers, logits=logits_vector)
 def first_step(answers, rewards, logits=LOGITS, loss_type: str = "grpo") -> tuple[float, np.ndarray]:
     """The GRPO loss at the first inner step on the one-step toy, and its gradient in the logits (ch. 19).
 
@@ -83,15 +91,9 @@ def first_step(answers, rewards, logits=LOGITS, loss_type: str = "grpo") -> tupl
     0 because the advantages sum to 0, and the gradient is -(1/G) sum_i A_i (onehot(y_i) - pi)
     = -(1/G) sum_i A_i onehot(y_i), which is not.
     """
-    z = torch.tensor(logits_vector(logits), requires_grad=True)
-    ys = np.asarray(answers)
-    if ys.ndim != 1 or ys.size < 2 or not np.issubdtype(ys.dtype, np.integer) or ys.min() < 0 or ys.max() >= z.numel():
-        raise ValueError(f"answers must be a 1-D array of at least 2 answer indices in [0, {z.numel() - 1}]")
-    r = np.asarray(rewards, dtype=np.float64)
-    if r.shape != ys.shape:
-        raise ValueError(f"rewards must hold one reward per answer, shape {ys.shape}, got shape {r.shape}")
-    logp = torch.log_softmax(z, dim=0)[torch.from_numpy(ys)][:, None]          # (G, 1)
-    advantages = group_advantages(torch.from_numpy(r))
+    z = torch.tensor(logits, requires_grad=True)
+    logp = torch.log_softmax(z, dim=0)[torch.from_numpy(answers)][:, None]     # (G, 1)
+    advantages = group_advantages(torch.from_numpy(rewards))
     loss, _ = grpo_loss(logp, logp.detach(), advantages, torch.ones_like(logp), loss_type=loss_type,
                         max_completion_length=1)
     loss.backward()

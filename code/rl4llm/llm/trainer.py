@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .._checks import (at_least, check_fields, checked, in_range, instance_of, integer_at_least,
+from .._checks import (at_least, check_fields, checked, in_range, instance_of, optional, seed_list,
                       one_of, positive_real)
 from ..math.credit import group_advantages
 from .grpo import grpo_loss
@@ -136,6 +136,22 @@ STRATEGY_RULES = {"kl": instance_of(KLInLoss, KLInReward), "ratio": instance_of(
 def strategies_agree(args):
     """Relation: the ``sampler`` serves the ``kl`` placement and the ``ratio`` (:meth:`Sampler.check_with`)."""
     args["sampler"].check_with(args["kl"], args["ratio"])
+
+
+def config_fits(args):
+    """Relation: the ``config`` (``GRPOConfig()`` where None, filled in) fits the ``policy`` and the ``task``:
+    a prompt plus ``max_new_tokens`` fits the model's block_size, and a step's prompts are at most the task's
+    training prompts (a step draws each at most once)."""
+    cfg = args["config"] = args["config"] if args["config"] is not None else GRPOConfig()
+    n_prompts, prompt_len = args["task"].train_prompt_ids.shape
+    block_size = args["policy"].config.block_size
+    if prompt_len + cfg.max_new_tokens > block_size:
+        raise ValueError(f"max_new_tokens must be at most {block_size - prompt_len} for this model: a "
+                         f"{prompt_len}-token prompt plus max_new_tokens must fit its block_size={block_size}, "
+                         f"got max_new_tokens={cfg.max_new_tokens}")
+    if cfg.prompts_per_step > n_prompts:
+        raise ValueError(f"prompts_per_step must be at most the task's {n_prompts} training prompts (a step "
+                         f"draws each at most once), got {cfg.prompts_per_step}")
 
 
 def chapter15_config() -> GRPOConfig:
@@ -303,17 +319,13 @@ class GRPOTrainer:
 
     METRICS = METRICS
 
-    @checked(strategies_agree, **STRATEGY_RULES)
+    @checked(strategies_agree, config_fits, **STRATEGY_RULES)
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None, *,
                  kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio(),
                  sampler: Sampler = PolicySampler()):
-        self.config = cfg = config if config is not None else GRPOConfig()
+        self.config = cfg = config
         self.kl, self.ratio, self.sampler = kl, ratio, sampler         # chapters 17, 18 and 20's strategies
         self.prompt_len = task.train_prompt_ids.shape[1]
-        if self.prompt_len + cfg.max_new_tokens > policy.config.block_size:
-            raise ValueError(f"max_new_tokens must be at most {policy.config.block_size - self.prompt_len} for "
-                             f"this model: a {self.prompt_len}-token prompt plus max_new_tokens must fit its "
-                             f"block_size={policy.config.block_size}, got max_new_tokens={cfg.max_new_tokens}")
         self.task = task
         self.device = resolve_device(cfg.device)
         self.policy = copy.deepcopy(policy).to(self.device)       # trained; the caller's model is left as it was
@@ -325,9 +337,6 @@ class GRPOTrainer:
         self.loss_options = cfg.loss_options(kl, ratio)
         self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
         self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
-        if cfg.prompts_per_step > len(self.train_prompts):
-            raise ValueError(f"prompts_per_step must be at most the task's {len(self.train_prompts)} training "
-                             f"prompts (a step draws each at most once), got {cfg.prompts_per_step}")
         self.step_count = 0
         self.train_seconds = 0.0
         self.metrics = metric_log()
@@ -463,6 +472,7 @@ class GRPOTrainer:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
                                      f"{quantity} is {float(value.detach())}; training stopped before the update")
 
+    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real))
     def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
               checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
         """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
@@ -477,11 +487,7 @@ class GRPOTrainer:
         """
         from tqdm.auto import tqdm
 
-        steps = max(self.config.steps - self.step_count, 0) if steps is None else integer_at_least(steps, "steps", 0)
-        if checkpoint_every is not None:
-            integer_at_least(checkpoint_every, "checkpoint_every", 1)
-        if max_seconds is not None:
-            positive_real(max_seconds, "max_seconds")
+        steps = max(self.config.steps - self.step_count, 0) if steps is None else steps
         with torch_threads(self.config.num_threads), \
                 tqdm(total=steps, desc="GRPO", disable=not progress, leave=True) as bar:
             if not self.evals["step"]:
@@ -584,6 +590,7 @@ def _restored_strategy(saved: list):
 
 
 # ---- "a single run proves nothing" ------------------------------------------------------------
+@checked(seeds=seed_list(2, " (a spread needs two runs)"))
 def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict[str, dict],
                        seeds) -> dict[str, np.ndarray]:
     """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
@@ -594,9 +601,6 @@ def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settin
     and differs from the others only in its overrides and seed. Returns ``{name: array of final
     accuracies, one per seed}``.
     """
-    seeds = [integer_at_least(s, "seeds", 0) for s in seeds]
-    if len(seeds) < 2:
-        raise ValueError(f"seeds must hold at least 2 seeds (a spread needs two runs), got {seeds!r}")
     results = {}
     for name, overrides in settings.items():
         strategies = {key: overrides[key] for key in ("kl", "ratio", "sampler") if key in overrides}

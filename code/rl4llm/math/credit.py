@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import (as_float_array, at_least, checked, finite_real, in_range, nonnegative_real, reward_groups,
-                       same_shapes, std_ddof)
+                       same_shapes, std_ddof, vector_of)
 
 
 #: Chapter 12's made-up three-step episode: nothing until a win at the end...
@@ -81,14 +81,7 @@ def gae(rewards, values, gamma: float = 1.0, lam: float = 1.0,
     return out
 
 
-def _lambdas(lams, name):
-    lams = as_float_array(lams, name)
-    if lams.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D list of lambdas in [0, 1], got shape {lams.shape}")
-    return lams
-
-
-@checked(same_shapes("rewards", "values"), lams=_lambdas, **_EPISODE)
+@checked(same_shapes("rewards", "values"), lams=vector_of(as_float_array, "lambdas in [0, 1]"), **_EPISODE)
 def advantage_table(rewards, values, gamma: float = 1.0, lams=(0.0, 0.5, 1.0),
                     last_value: float = 0.0) -> dict:
     """Everything chapter 12's table shows, for one episode (the lambda and gamma sliders).

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (as_float_array, checked, index_in_range, integer_at_least, probability_array, same_shape,
-                      same_shapes, scalar_or_array)
-from .distributions import log_softmax, softmax
+from .._checks import (as_float_array, at_least, checked, index_in_range, one_reward_per_answer, probability_array,
+                       same_shapes, scalar_or_array, vector_of)
+from .distributions import log_softmax, probability_vector, softmax
 from .estimators import sample_groups
 from ..toy.five_token import CORRECT, LOGITS, REWARDS
 
@@ -27,6 +27,11 @@ def importance_ratios(new_logits, old_logits) -> np.ndarray:
     return np.exp(log_softmax(new_logits) - log_softmax(old_logits))
 
 
+#: The checks of a pair of policies and the rewards of their answers.
+_PAIR = (same_shapes("p_target", "p_sample"), one_reward_per_answer("p_target"))
+
+
+@checked(*_PAIR, p_target=probability_array, p_sample=probability_array)
 def importance_weighted_variance(p_target, p_sample, rewards):
     """Per-sample variance of the importance-weighted reward w(y) r(y), y ~ p_sample (chapter 10).
 
@@ -39,7 +44,7 @@ def importance_weighted_variance(p_target, p_sample, rewards):
     reweighting can recover it). One pair of 1-D policies gives a float; a batch (..., n) of pairs
     gives an array (...).
     """
-    p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards, batch=True)
+    r = rewards
     needed = p_target * r != 0
     missing = np.any(needed & (p_sample == 0), axis=-1)
     safe_sample = np.where(p_sample > 0, p_sample, 1.0)
@@ -48,6 +53,14 @@ def importance_weighted_variance(p_target, p_sample, rewards):
     return scalar_or_array(variance)
 
 
+def _reachable(args):
+    """Relation: p_sample draws every answer that p_target rewards."""
+    if np.any(args["p_sample"][args["p_target"] * args["rewards"] != 0] == 0):
+        raise ValueError("p_sample must be > 0 wherever p_target * rewards is non-zero "
+                         "(otherwise the importance-weighted estimate cannot reach J)")
+
+
+@checked(*_PAIR, _reachable, p_target=probability_vector, p_sample=probability_vector, G=at_least(1))
 def importance_weighted_jhat_distribution(p_target, p_sample, rewards, G: int):
     """The exact law of J-hat = (1/G) sum_i w(y_i) r(y_i), y_i ~ p_sample iid (chapter 10).
 
@@ -55,11 +68,7 @@ def importance_weighted_jhat_distribution(p_target, p_sample, rewards, G: int):
     (values equal to 12 decimals are merged), so it is exact for any rewards; with one rewarded
     answer y* it is J-hat = w(y*) k / G, k ~ Binomial(G, p_sample(y*)).
     """
-    p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards)
-    G = integer_at_least(G, "G", 1)
-    if np.any(p_sample[p_target * r != 0] == 0):
-        raise ValueError("p_sample must be > 0 wherever p_target * rewards is non-zero "
-                         "(otherwise the importance-weighted estimate cannot reach J)")
+    r = rewards
     drawn = p_sample > 0
     term = p_target[drawn] / p_sample[drawn] * r[drawn]
     one = _merge(term, p_sample[drawn])
@@ -71,6 +80,7 @@ def importance_weighted_jhat_distribution(p_target, p_sample, rewards, G: int):
     return values / G, np.array([total[v] for v in values])
 
 
+@checked(*_PAIR, p_target=probability_vector, p_sample=probability_vector, seed=at_least(0))
 def importance_weighted_jhat_samples(p_target, p_sample, rewards, G: int, n_groups: int,
                                      seed: int) -> np.ndarray:
     """``n_groups`` sampled estimates J-hat = (1/G) sum_i w(y_i) r(y_i), y_i ~ p_sample (chapter 10).
@@ -78,8 +88,8 @@ def importance_weighted_jhat_samples(p_target, p_sample, rewards, G: int, n_grou
     Seeded (``np.random.default_rng(seed)``); shape (n_groups,). With p_sample = p_target this is the
     plain on-policy Monte Carlo estimate.
     """
-    p_target, p_sample, r = _is_inputs(p_target, p_sample, rewards)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    r = rewards
+    rng = np.random.default_rng(seed)
     ys = sample_groups(p_sample, G, n_groups, rng)
     term = np.divide(p_target * r, p_sample, out=np.zeros_like(r), where=p_sample > 0)
     return term[ys].mean(axis=-1)
@@ -116,19 +126,22 @@ def _merge(values: np.ndarray, probs: np.ndarray) -> dict:
     return merged
 
 
-def _is_inputs(p_target, p_sample, rewards, batch: bool = False):
-    p_target = probability_array(p_target, "p_target")
-    p_sample = probability_array(p_sample, "p_sample")
-    r = as_float_array(rewards, "rewards")
-    same_shape(p_target, p_sample, "p_target", "p_sample")
-    if r.ndim != 1 or r.size != p_target.shape[-1]:
-        raise ValueError(f"p_target and rewards must have the same last axis (one reward per answer), "
-                         f"got shapes {p_target.shape} and {r.shape}")
-    if p_target.ndim != 1 and not batch:
-        raise ValueError(f"p_target must be a 1-D probability vector, got shape {p_target.shape}")
-    return p_target, p_sample, r
+def _masses(x, name):
+    """Rule: a mass in (0, 1), or a 1-D array of them."""
+    masses = as_float_array(x, name, ndim_min=0)
+    if masses.ndim > 1 or np.any(masses <= 0) or np.any(masses >= 1):
+        raise ValueError(f"{name} must be a number (or 1-D array) in (0, 1), got {x!r}")
+    return masses
 
 
+def _rescalable(args):
+    """Relation: ``correct`` indexes an answer of p, and p puts some mass elsewhere."""
+    args["correct"] = index_in_range(args["correct"], "correct", args["p"].size)
+    if args["p"][args["correct"]] >= 1:
+        raise ValueError("p must put some mass outside `correct` (to rescale it), got p(correct) = 1")
+
+
+@checked(_rescalable, p=probability_vector, mass=_masses)
 def with_correct_mass(p, correct: int, mass):
     """p with p(correct) set to ``mass`` and the other answers rescaled in their old proportions.
 
@@ -136,21 +149,12 @@ def with_correct_mass(p, correct: int, mass):
     to 0.5 (new), every wrong answer keeping its share of the remaining mass. A scalar ``mass``
     gives one policy (n,); an array of M masses gives M policies (M, n).
     """
-    p = probability_array(p, "p")
-    if p.ndim != 1:
-        raise ValueError(f"p must be a 1-D probability vector, got shape {p.shape}")
-    correct = index_in_range(correct, "correct", p.size)
-    masses = as_float_array(mass, "mass", ndim_min=0)
-    if masses.ndim > 1 or np.any(masses <= 0) or np.any(masses >= 1):
-        raise ValueError(f"mass must be a number (or 1-D array) in (0, 1), got {mass!r}")
-    rest = 1.0 - p[correct]
-    if rest <= 0:
-        raise ValueError("p must put some mass outside `correct` (to rescale it), got p(correct) = 1")
-    out = p * (1.0 - masses[..., None]) / rest
-    out[..., correct] = masses
+    out = p * (1.0 - mass[..., None]) / (1.0 - p[correct])
+    out[..., correct] = mass
     return out
 
 
+@checked(new_masses=vector_of(_masses, "masses in (0, 1)"), old_mass=_masses)
 def drift_variance_ratio(new_masses, old_mass: float = 0.05) -> np.ndarray:
     """Chapter 10's curve: per-sample variance of the reweighted J-hat over the on-policy one.
 
@@ -158,12 +162,10 @@ def drift_variance_ratio(new_masses, old_mass: float = 0.05) -> np.ndarray:
     J = pi_new(5) from draws of the toy-shaped pi_old with pi_old(5) = ``old_mass``. Equals 1 where
     the two agree; 19 at pi_new(5) = 0.5 from 0.05.
     """
-    p_old = with_correct_mass(softmax(LOGITS), CORRECT, old_mass)
-    p_new = with_correct_mass(softmax(LOGITS), CORRECT, new_masses)
-    if p_new.ndim != 2:
-        raise ValueError(f"new_masses must be a 1-D array of masses in (0, 1), got {new_masses!r}")
-    stale = importance_weighted_variance(p_new, np.broadcast_to(p_old, p_new.shape), REWARDS)
-    return stale / importance_weighted_variance(p_new, p_new, REWARDS)
+    p_old = with_correct_mass.unchecked(softmax(LOGITS), CORRECT, old_mass)
+    p_new = with_correct_mass.unchecked(softmax(LOGITS), CORRECT, new_masses)
+    stale = importance_weighted_variance.unchecked(p_new, np.broadcast_to(p_old, p_new.shape), REWARDS)
+    return stale / importance_weighted_variance.unchecked(p_new, p_new, REWARDS)
 
 
 def mean_over_tokens(x, mask):

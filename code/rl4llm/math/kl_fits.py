@@ -13,41 +13,63 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, integer_at_least, positive_real, probability_array, real_in_range
-from .distributions import kl_divergence, softmax
+from .._checks import as_float_array, at_least, checked, in_range, one_of, positive_real, probability_array
+from .distributions import kl_divergence, probability_vector, softmax
 
 DIRECTIONS = ("forward", "reverse")
 
+#: The range of a peak's centre (any bin a chart shows, far from float overflow).
+CENTRE_RANGE = (-1e6, 1e6)
 
+
+@checked(centre=in_range(*CENTRE_RANGE), width=positive_real, n_bins=at_least(1))
 def discretised_peak(centre: float, width: float, n_bins: int) -> np.ndarray:
     """q_i = softmax(-(i - centre)^2 / (2 width^2)) over i = 0..n_bins-1 (chapter 5)."""
-    centre = real_in_range(centre, "centre", -1e6, 1e6)
-    width = positive_real(width, "width")
-    bins = np.arange(integer_at_least(n_bins, "n_bins", 1))
+    bins = np.arange(n_bins)
     return softmax(-((bins - centre) ** 2) / (2 * width ** 2))
 
 
+def _pair(rule):
+    """Rule: what ``rule`` accepts, holding exactly 2 numbers."""
+    def check(x, name):
+        arr = rule(x, name)
+        if arr.shape != (2,):
+            raise ValueError(f"{name} must hold 2 numbers, got shape {arr.shape}")
+        return arr
+    return check
+
+
+def _centres(x, name):
+    """Rule: peak centres, each in CENTRE_RANGE."""
+    arr = as_float_array(x, name)
+    if np.any((arr < CENTRE_RANGE[0]) | (arr > CENTRE_RANGE[1])):
+        raise ValueError(f"{name} must be numbers in [{CENTRE_RANGE[0]:g}, {CENTRE_RANGE[1]:g}], got {x!r}")
+    return arr
+
+
+def _widths(x, name):
+    """Rule: peak widths, each > 0."""
+    arr = as_float_array(x, name)
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be numbers > 0, got {x!r}")
+    return arr
+
+
+@checked(n_bins=at_least(1), centres=_pair(_centres), width=positive_real, weights=_pair(probability_array))
 def two_peaked(n_bins: int = 60, centres=(20.0, 40.0), width: float = 3.0, weights=(0.6, 0.4)) -> np.ndarray:
     """p = w_1 peak(c_1, width) + w_2 peak(c_2, width): a distribution with two modes (chapter 5)."""
-    weights = probability_array(weights, "weights")
-    centres = as_float_array(centres, "centres")
-    if weights.shape != (2,) or centres.shape != (2,):
-        raise ValueError(f"centres and weights must each hold 2 numbers, got shapes {centres.shape} and {weights.shape}")
-    return sum(w * discretised_peak(c, width, n_bins) for w, c in zip(weights, centres))
+    return sum(w * discretised_peak.unchecked(c, width, n_bins) for w, c in zip(weights, centres))
 
 
+@checked(p=probability_vector, direction=one_of(DIRECTIONS), centres=_centres, widths=_widths)
 def kl_grid(p, direction: str, centres, widths) -> np.ndarray:
     """KL(p || q) (``"forward"``) or KL(q || p) (``"reverse"``) for q = discretised_peak(c, w) over the
     grid: entry [a, b] is the divergence at centres[a], widths[b] (chapter 5)."""
-    p = probability_array(p, "p")
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    centres, widths = as_float_array(centres, "centres"), as_float_array(widths, "widths")
     grid = np.empty((centres.size, widths.size))
     for a, c in enumerate(centres):
         for b, w in enumerate(widths):
-            q = discretised_peak(c, w, p.size)
-            grid[a, b] = kl_divergence(p, q) if direction == "forward" else kl_divergence(q, p)
+            q = discretised_peak.unchecked(c, w, p.size)
+            grid[a, b] = kl_divergence.unchecked(p, q) if direction == "forward" else kl_divergence.unchecked(q, p)
     return grid
 
 

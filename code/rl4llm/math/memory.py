@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._checks import integer_at_least, positive_real
+from .._checks import at_least, checked, flag, one_of, optional, positive_real
 
 #: Bytes of one number in each precision.
 PRECISION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -69,24 +69,27 @@ LLAMA2_7B = ModelShape("Llama-2-7B", 6.74e9, 32, 4096, 32, 128, 32000)
 QWEN25_1_5B = ModelShape("Qwen2.5-1.5B", 1.54e9, 28, 1536, 2, 128, 151936)
 
 
-def _choice(value, name: str, options) -> str:
-    if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
-    return value
-
-
 def _kv_bytes(n_layers: int, n_kv_heads: int, head_dim: int, number_bytes: int) -> int:
     return 2 * n_layers * n_kv_heads * head_dim * number_bytes          # a key and a value per layer and head
 
 
+_precision = one_of(tuple(PRECISION_BYTES), " (number formats)")
+
+
+@checked(n_layers=at_least(1), n_kv_heads=at_least(1), head_dim=at_least(1), precision=_precision)
 def kv_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int, precision: str = "bf16") -> int:
     """Bytes of the KV cache per token: 2 (a key and a value) x layers x key-value heads x head_dim x
     b(precision) (chapter 19). Llama-2-7B in fp16: 2 x 32 x 32 x 128 x 2 = 524,288 bytes, 0.5 MiB."""
-    for n, name in ((n_layers, "n_layers"), (n_kv_heads, "n_kv_heads"), (head_dim, "head_dim")):
-        integer_at_least(n, name, 1)
-    return _kv_bytes(n_layers, n_kv_heads, head_dim, PRECISION_BYTES[_choice(precision, "precision", PRECISION_BYTES)])
+    return _kv_bytes(n_layers, n_kv_heads, head_dim, PRECISION_BYTES[precision])
 
 
+@checked(n_params=positive_real, weights=_precision, gradients=_precision, master_weights=flag,
+         optimizer=one_of(tuple(OPTIMIZER_STATES), " (optimizers)"), optimizer_precision=_precision, reference=flag,
+         reference_precision=_precision, prompts=at_least(0), group_size=at_least(1), prompt_length=at_least(0),
+         completion_length=at_least(0), vocab_size=at_least(0), hidden_size=at_least(0), n_layers=at_least(0),
+         n_kv_heads=at_least(0), head_dim=at_least(0), kv_precision=_precision, n_gpus=at_least(1),
+         sharding=one_of(tuple(SHARDING), " (sharding stages)"), activation_checkpointing=flag,
+         logits_chunk=optional(at_least(1)), micro_batch=optional(at_least(1)), rollout_gpus=optional(at_least(1)))
 def memory_budget(n_params, *, weights="bf16", gradients="bf16", master_weights=True, optimizer="adamw",
                   optimizer_precision="fp32", reference=True, reference_precision="bf16", prompts=0, group_size=1,
                   prompt_length=0, completion_length=0, vocab_size=0, hidden_size=0, n_layers=0, n_kv_heads=0,
@@ -102,37 +105,23 @@ def memory_budget(n_params, *, weights="bf16", gradients="bf16", master_weights=
     ``micro_batch`` sequences at a time (default: all at once); the rollout engine runs on ``rollout_gpus``
     GPUs (default: the trainer's, colocated).
     """
-    psi = positive_real(n_params, "n_params")
-    bytes_of = {name: PRECISION_BYTES[_choice(value, name, PRECISION_BYTES)] for name, value in (
-        ("weights", weights), ("gradients", gradients), ("optimizer_precision", optimizer_precision),
-        ("reference_precision", reference_precision), ("kv_precision", kv_precision))}
-    states = OPTIMIZER_STATES[_choice(optimizer, "optimizer", OPTIMIZER_STATES)]
-    stage = SHARDING[_choice(sharding, "sharding", SHARDING)]
-    for flag, name in ((master_weights, "master_weights"), (reference, "reference"),
-                       (activation_checkpointing, "activation_checkpointing")):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False, got {flag!r}")
-    sizes = {name: integer_at_least(value, name, 0) for name, value in (
-        ("prompts", prompts), ("prompt_length", prompt_length), ("completion_length", completion_length),
-        ("vocab_size", vocab_size), ("hidden_size", hidden_size), ("n_layers", n_layers),
-        ("n_kv_heads", n_kv_heads), ("head_dim", head_dim))}
-    G = integer_at_least(group_size, "group_size", 1)
-    gpus = integer_at_least(n_gpus, "n_gpus", 1)
-    engine_gpus = gpus if rollout_gpus is None else integer_at_least(rollout_gpus, "rollout_gpus", 1)
-    share = math.ceil(sizes["prompts"] * G / gpus)                     # sequences one trainer GPU holds
-    m = share if micro_batch is None else min(share, integer_at_least(micro_batch, "micro_batch", 1))
-    if logits_chunk is not None:
-        integer_at_least(logits_chunk, "logits_chunk", 1)
+    psi, G, gpus = n_params, group_size, n_gpus
+    bytes_of = {"weights": PRECISION_BYTES[weights], "gradients": PRECISION_BYTES[gradients],
+                "optimizer_precision": PRECISION_BYTES[optimizer_precision],
+                "reference_precision": PRECISION_BYTES[reference_precision], "kv_precision": PRECISION_BYTES[kv_precision]}
+    states, stage = OPTIMIZER_STATES[optimizer], SHARDING[sharding]
+    engine_gpus = gpus if rollout_gpus is None else rollout_gpus
+    share = math.ceil(prompts * G / gpus)                               # sequences one trainer GPU holds
+    m = share if micro_batch is None else min(share, micro_batch)
 
     def sharded(from_stage: int) -> float:
         return gpus if stage >= from_stage else 1
 
-    S, T, h, L = (sizes["prompt_length"] + sizes["completion_length"], sizes["completion_length"],
-                  sizes["hidden_size"], sizes["n_layers"])
+    S, T, h, L = prompt_length + completion_length, completion_length, hidden_size, n_layers
     kept = (CHECKPOINT_BYTES_PER_LAYER * L + ACTIVATION_BYTES_PER_LAYER if activation_checkpointing
             else ACTIVATION_BYTES_PER_LAYER * L) if L else 0             # bytes per token per unit of width
     tokens_of_logits = m * T if logits_chunk is None else min(logits_chunk, m * T)
-    kv_per_token = _kv_bytes(L, sizes["n_kv_heads"], sizes["head_dim"], bytes_of["kv_precision"])
+    kv_per_token = _kv_bytes(L, n_kv_heads, head_dim, bytes_of["kv_precision"])
     return {
         "weights": psi * bytes_of["weights"] / sharded(3),
         "gradients": psi * bytes_of["gradients"] / sharded(2),
@@ -140,8 +129,8 @@ def memory_budget(n_params, *, weights="bf16", gradients="bf16", master_weights=
         "optimizer_state": psi * states * bytes_of["optimizer_precision"] / sharded(1),
         "reference": psi * bytes_of["reference_precision"] * reference / sharded(3),
         "activations": float(kept * m * S * h),
-        "logits": float(LOGIT_BYTES * tokens_of_logits * sizes["vocab_size"]),
-        "kv_cache": kv_per_token * sizes["prompts"] * G * S / engine_gpus,
+        "logits": float(LOGIT_BYTES * tokens_of_logits * vocab_size),
+        "kv_cache": kv_per_token * prompts * G * S / engine_gpus,
     }
 
 

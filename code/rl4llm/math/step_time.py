@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .._checks import integer_at_least, positive_real, real_in_range
+from .._checks import at_least, checked, integer_at_least, positive_real, real_in_range
 
 #: FLOPs a token per parameter: forward; forward and backward.
 FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
@@ -38,27 +38,29 @@ SCHEDULES = ("synchronous", "one_step_off", "asynchronous")
 H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35e12, "nvlink_bandwidth": 900e9}
 
 
+@checked(n_params=positive_real, tokens=positive_real, flops_per_second=positive_real, gpus=at_least(1),
+         extra_forwards=at_least(0))
 def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1) -> float:
     """(6 + 2 e) Psi tokens / (F x gpus): forward and backward on every token, and ``extra_forwards`` = e
     more forward passes (1: the reference model's log-probs)."""
-    psi, n, F = (positive_real(x, name) for x, name in ((n_params, "n_params"), (tokens, "tokens"),
-                                                        (flops_per_second, "flops_per_second")))
-    e = integer_at_least(extra_forwards, "extra_forwards", 0)
-    return (TRAIN_FLOPS + FORWARD_FLOPS * e) * psi * n / (F * integer_at_least(gpus, "gpus", 1))
+    return (TRAIN_FLOPS + FORWARD_FLOPS * extra_forwards) * n_params * tokens / (flops_per_second * gpus)
 
 
+def _fits_one_sequence(args):
+    """Relation: ``memory_bytes`` holds the weights and one sequence's KV cache."""
+    weights = args["n_params"] * args["weight_bytes"]
+    per_sequence = args["context_length"] * args["kv_bytes_per_token"]
+    if args["memory_bytes"] - weights < per_sequence:
+        raise ValueError(f"memory_bytes must hold the weights ({weights:.4g} bytes) and one sequence's KV cache "
+                         f"({per_sequence:.4g} bytes), got {args['memory_bytes']:.4g}")
+
+
+@checked(_fits_one_sequence, n_params=positive_real, memory_bytes=positive_real, context_length=at_least(1),
+         kv_bytes_per_token=at_least(1), weight_bytes=positive_real)
 def concurrent_sequences(n_params, memory_bytes, context_length, kv_bytes_per_token, *, weight_bytes=2) -> int:
     """floor((M - Psi b) / (context kv)): how many sequences of ``context_length`` tokens keep their KV
     caches beside the weights in ``memory_bytes`` of GPU memory (chapter 19). ValueError if not one."""
-    psi, M, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (memory_bytes, "memory_bytes"),
-                                                         (weight_bytes, "weight_bytes")))
-    per_sequence = integer_at_least(context_length, "context_length", 1) * integer_at_least(
-        kv_bytes_per_token, "kv_bytes_per_token", 1)
-    fit = math.floor((M - psi * b) / per_sequence)
-    if fit < 1:
-        raise ValueError(f"memory_bytes must hold the weights ({psi * b:.4g} bytes) and one sequence's KV cache "
-                         f"({per_sequence:.4g} bytes), got {M:.4g}")
-    return fit
+    return math.floor((memory_bytes - n_params * weight_bytes) / (context_length * kv_bytes_per_token))
 
 
 def generation_seconds(n_params, sequences, prompt_length, completion_length, *, flops_per_second, bandwidth,
@@ -83,10 +85,10 @@ def generation_seconds(n_params, sequences, prompt_length, completion_length, *,
     return seconds
 
 
+@checked(n_params=positive_real, bandwidth=positive_real, weight_bytes=positive_real)
 def weight_sync_seconds(n_params, bandwidth, *, weight_bytes=2) -> float:
     """Psi b / B: the seconds to send every weight once over a link of ``bandwidth`` bytes/s."""
-    return positive_real(n_params, "n_params") * positive_real(weight_bytes, "weight_bytes") / positive_real(
-        bandwidth, "bandwidth")
+    return n_params * weight_bytes / bandwidth
 
 
 def schedule(rollout_s, train_s, sync_s, mode, *, max_staleness=4) -> dict:

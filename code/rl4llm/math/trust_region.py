@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (as_float_array, at_least, checked, in_range, integer_at_least, logits_vector, positive_real,
+from .._checks import (as_float_array, at_least, checked, in_range, logits_vector, positive_real,
                       same_shapes)
 from .distributions import kl_divergence, softmax
 
@@ -33,6 +33,15 @@ def fisher_matrix(logits) -> np.ndarray:
     return np.diag(pi) - np.outer(pi, pi)
 
 
+def _square_for_b(args):
+    """Relation: ``matrix`` is square, with one row per entry of ``b``."""
+    n = args["b"].size
+    if args["matrix"].shape != (n, n):
+        raise ValueError(f"matrix must be square, shaped ({n}, {n}) to match b, got {args['matrix'].shape}")
+
+
+@checked(_square_for_b, matrix=as_float_array, b=as_float_array,
+         iters=at_least(1), tol=positive_real)
 def conjugate_gradient(matrix, b, iters: int = 10, tol: float = 1e-10) -> np.ndarray:
     """Solve matrix x = b by conjugate gradients, using only matrix @ v (chapter 11).
 
@@ -44,12 +53,7 @@ def conjugate_gradient(matrix, b, iters: int = 10, tol: float = 1e-10) -> np.nda
     there is no solution and the iterates blow up. ``iters`` caps the work
     (TRPO typically uses about 10).
     """
-    A = as_float_array(matrix, "matrix", ndim_min=2)
-    b = as_float_array(b, "b")
-    if A.ndim != 2 or A.shape != (b.size, b.size):
-        raise ValueError(f"matrix must be square, shaped ({b.size}, {b.size}) to match b, got {A.shape}")
-    iters = integer_at_least(iters, "iters", 1)
-    tol = positive_real(tol, "tol")
+    A = matrix
     x = np.zeros_like(b)
     residual = b.copy()
     direction = residual.copy()

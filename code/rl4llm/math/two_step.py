@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._checks import at_least, checked, finite_real, in_range, logits_array
+from .._checks import at_least, checked, finite_real, in_range, logits_array, one_of
 from .distributions import sequence_probability, softmax
 from ..toy.five_token import CORRECT, EOS, LOGITS, P_5_AFTER_0, P_EOS_AFTER_05, P_EOS_AFTER_5, PROMPT, VOCAB
 from ..toy.two_step import ANSWERS, CHOICES, two_step_logits
@@ -45,42 +45,49 @@ def two_token_paths() -> dict[str, list[float]]:
     }
 
 
+def _first_step_logits(logits, name: str = "logits") -> np.ndarray:
+    """Rule: one first-step logit per VOCAB token."""
+    first = logits_array(logits, name)
+    if first.shape != (len(VOCAB),):
+        raise ValueError(f"{name} must be a vector of {len(VOCAB)} first-step logits (one per VOCAB token), "
+                         f"got shape {first.shape}")
+    return first
+
+
+@checked(logits=_first_step_logits)
 def two_step_policy(logits=LOGITS) -> dict[str, np.ndarray]:
     """The two-step policy of chapter 3: first-step ``logits`` (the toy's by default), then
     P(EOS | 5) = 0.8 and P(5 | 0) = 0.2, i.e. logits ln(0.8, 0.2) after "5" and ln(0.2, 0.8) after "0".
     """
-    first = logits_array(logits)
-    if first.shape != (len(VOCAB),):
-        raise ValueError(f"logits must be a vector of {len(VOCAB)} first-step logits (one per VOCAB token), "
-                         f"got shape {first.shape}")
-    return two_step_logits() | {"": first.copy()}
+    return two_step_logits() | {"": logits.copy()}
 
 
-def _policy(logits) -> dict[str, np.ndarray]:
-    """A validated copy of a policy dict, or the two-step policy of a first-step logit vector."""
+def _policy(logits, name: str = "logits") -> dict[str, np.ndarray]:
+    """Rule: a policy dict (one logit vector per context of CHOICES), copied, or a first-step logit vector,
+    made its two-step policy."""
     if not isinstance(logits, dict):
-        return two_step_policy(logits)
+        return two_step_policy.unchecked(_first_step_logits(logits, name))
     if set(logits) != set(CHOICES):
-        raise ValueError(f"logits must be a dict with one logit vector per context {sorted(CHOICES)}, "
+        raise ValueError(f"{name} must be a dict with one logit vector per context {sorted(CHOICES)}, "
                          f"got keys {sorted(logits)!r}")
     policy = {}
     for context, tokens in CHOICES.items():
-        z = logits_array(logits[context], f"logits[{context!r}]")
+        z = logits_array(logits[context], f"{name}[{context!r}]")
         if z.shape != (len(tokens),):
-            raise ValueError(f"logits[{context!r}] must hold {len(tokens)} logits, one per token of "
+            raise ValueError(f"{name}[{context!r}] must hold {len(tokens)} logits, one per token of "
                              f"{tokens}, got shape {z.shape}")
         policy[context] = z.copy()
     return policy
 
 
+@checked(logits=_policy)
 def answer_probabilities(logits=LOGITS) -> dict[str, float]:
     """P(answer) for each of the seven answers: the product of its conditionals (chapter 3).
 
     P(a) = prod over the choices (c, t) that write a of softmax(logits[c])[index of t]; the seven
     probabilities sum to 1.
     """
-    policy = _policy(logits)
-    pis = {context: softmax(z) for context, z in policy.items()}
+    pis = {context: softmax(z) for context, z in logits.items()}
     return {answer: sequence_probability([pis[c][CHOICES[c].index(t)] for c, t in choices])
             for answer, choices in ANSWERS.items()}
 
@@ -121,6 +128,7 @@ def expected_verifier_reward(logits=LOGITS, prompt: str = PROMPT) -> float:
     return float(sum(probs[a] * rewards[a] for a in ANSWERS))
 
 
+@checked(logits=_policy)
 def continuation_values(logits=LOGITS, prompt: str = PROMPT) -> dict[str, np.ndarray]:
     """Q_c(t): the expected verifier reward once context c has chosen token t (chapter 5).
 
@@ -128,14 +136,14 @@ def continuation_values(logits=LOGITS, prompt: str = PROMPT) -> dict[str, np.nda
     context c' is worth V_c' = sum_t' pi_c'(t') Q_c'(t'). At the toy, Q_"" = (0.2, 0, 0.8, 0, 0): a
     first token 0 becomes "05" one time in five, a first token 5 stays "5" four times in five.
     """
-    policy, rewards = _policy(logits), _rewards(prompt)
+    rewards = _rewards(prompt)
     q = {}
 
     def values(context: str) -> np.ndarray:
         out = np.empty(len(CHOICES[context]))
         for i, token in enumerate(CHOICES[context]):
             written = context if token == EOS else context + token
-            out[i] = (softmax(policy[written]) @ values(written) if token != EOS and written in CHOICES
+            out[i] = (softmax(logits[written]) @ values(written) if token != EOS and written in CHOICES
                       else rewards[written])
         q[context] = out
         return out
@@ -151,6 +159,7 @@ def first_token_rewards(prompt: str = PROMPT, logits=LOGITS) -> np.ndarray:
     return continuation_values(logits, prompt)[""]
 
 
+@checked(logits=_policy)
 def two_step_policy_gradient(logits=LOGITS, prompt: str = PROMPT) -> dict:
     """The exact gradient of J in every logit of the two-step policy (chapter 5;
     chapter 7 derives the one-step form).
@@ -164,42 +173,38 @@ def two_step_policy_gradient(logits=LOGITS, prompt: str = PROMPT) -> dict:
     P(reach "0") = pi(0). Exact, from the seven answers' probabilities: nothing is
     sampled.
     """
-    policy = _policy(logits)
-    q = continuation_values(policy, prompt)
-    pi = softmax(policy[""])
+    q = continuation_values.unchecked(logits, prompt)
+    pi = softmax(logits[""])
     reach = {"": 1.0, "5": pi[VOCAB.index("5")], "0": pi[VOCAB.index("0")]}
     grads = {}
-    for context, z in policy.items():
+    for context, z in logits.items():
         pi_c = softmax(z)
         grads[context] = reach[context] * pi_c * (q[context] - pi_c @ q[context])
     return grads
 
 
-def _label_choices(label: str) -> tuple:
-    if not isinstance(label, str) or label not in ANSWERS:
-        raise ValueError(f"label must be one of the answers {sorted(ANSWERS)}, got {label!r}")
-    return ANSWERS[label]
+_label = one_of(tuple(ANSWERS), " (the answers)")
 
 
+@checked(logits=_policy, label=_label)
 def two_step_sft_loss(logits=LOGITS, label: str = "5") -> float:
     """The teacher-forced SFT loss of ``label``: -sum over its choices (c, t) of ln pi_c(t) (chapter 5).
 
     For "5": -ln pi(5) - ln P(EOS | 5); it equals -ln P(label), and at the toy it is -ln 0.16.
     """
-    policy = _policy(logits)
-    return float(-sum(np.log(softmax(policy[c])[CHOICES[c].index(t)]) for c, t in _label_choices(label)))
+    return float(-sum(np.log(softmax(logits[c])[CHOICES[c].index(t)]) for c, t in ANSWERS[label]))
 
 
+@checked(logits=_policy, label=_label)
 def two_step_sft_gradient(logits=LOGITS, label: str = "5") -> dict[str, np.ndarray]:
     """The gradient of ``two_step_sft_loss`` in every logit (chapters 4, 5).
 
     pi_c - onehot(t) at each context c on the label's path; zero at a context the label never visits
     (for "5", the context "0": SFT on "5" leaves P(5 | 0) where it is).
     """
-    policy = _policy(logits)
-    grads = {context: np.zeros_like(z) for context, z in policy.items()}
-    for context, token in _label_choices(label):
-        grads[context] = softmax(policy[context]) - np.eye(len(CHOICES[context]))[CHOICES[context].index(token)]
+    grads = {context: np.zeros_like(z) for context, z in logits.items()}
+    for context, token in ANSWERS[label]:
+        grads[context] = softmax(logits[context]) - np.eye(len(CHOICES[context]))[CHOICES[context].index(token)]
     return grads
 
 
@@ -212,7 +217,7 @@ def _watch(policy: dict[str, np.ndarray]) -> dict[str, float]:
             "pi5": float(pi5), "eos_after_5": float(eos_after_5), "5_after_0": float(five_after_0)}
 
 
-@checked(lr=finite_real, steps=at_least(0))
+@checked(lr=finite_real, steps=at_least(0), logits=_policy)
 def training_curves(lr: float, steps: int, logits=LOGITS) -> dict[str, np.ndarray]:
     """Exact SFT and RL updates of every logit of the two-step policy, from ``logits`` (chapter 5).
 
@@ -226,12 +231,13 @@ def training_curves(lr: float, steps: int, logits=LOGITS) -> dict[str, np.ndarra
     ``name_pi0`` = pi(0), ``name_pi5`` = pi(5), ``name_eos_after_5`` = P(EOS | 5),
     ``name_5_after_0`` = P(5 | 0).
     """
-    policies = {"sft": _policy(logits), "rl": _policy(logits)}
+    policies = {"sft": logits, "rl": logits}
     watched = ("5", "05", "pi0", "pi5", "eos_after_5", "5_after_0")
     curves = {f"{name}_{key}": np.zeros(steps + 1) for name in policies for key in watched}
     for t in range(steps + 1):
         if t > 0:
-            sft, rl = two_step_sft_gradient(policies["sft"]), two_step_policy_gradient(policies["rl"])
+            sft = two_step_sft_gradient.unchecked(policies["sft"], "5")
+            rl = two_step_policy_gradient.unchecked(policies["rl"], PROMPT)
             policies["sft"] = {c: z - lr * sft[c] for c, z in policies["sft"].items()}
             policies["rl"] = {c: z + lr * rl[c] for c, z in policies["rl"].items()}
         for name, policy in policies.items():

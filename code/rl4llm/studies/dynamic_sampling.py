@@ -13,38 +13,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import integer_at_least, positive_real
+from .._checks import as_float_array, at_least, checked, positive_real, same_shapes
 from .estimator_bias import estimator_moments, group_estimates, one_step_task
+from ..math.distributions import probability_vector
 from ..math.estimators import sample_groups
 from ..toy.five_token import LOGITS
 
 
+#: The checks of a policy's answer probabilities, their rewards and the group size.
+_GROUPS = {"probs": probability_vector, "rewards": as_float_array, "G": at_least(1)}
+
+
+@checked(same_shapes("probs", "rewards"), **_GROUPS)
 def flat_probability(probs, rewards, G: int) -> float:
     """P(all G rewards of a group are equal) = sum_v (sum_{a: r(a) = v} P(a))^G (chapter 18)."""
-    G = integer_at_least(G, "G", 1)
-    probs, rewards = np.asarray(probs, dtype=float), np.asarray(rewards, dtype=float)
-    if probs.shape != rewards.shape or probs.ndim != 1:
-        raise ValueError(f"probs and rewards must be 1-D arrays of one shape, got {probs.shape} and {rewards.shape}")
     return float(sum(probs[rewards == v].sum() ** G for v in np.unique(rewards)))
 
 
+def _informative(args):
+    """Relation: some group of G answers ~ probs is not flat (else dynamic sampling never fills a batch)."""
+    if flat_probability.unchecked(args["probs"], args["rewards"], args["G"]) >= 1.0:
+        raise ValueError("every group is flat at these probs and rewards: dynamic sampling never fills a batch")
+
+
+@checked(same_shapes("probs", "rewards"), _informative, **_GROUPS)
 def draws_per_kept_group(probs, rewards, G: int) -> float:
     """The expected number of groups drawn per informative group kept, 1 / (1 - P(flat)) (chapter 18)."""
-    flat = flat_probability(probs, rewards, G)
-    if flat >= 1.0:
-        raise ValueError("every group is flat at these probs and rewards: dynamic sampling never fills a batch")
-    return 1.0 / (1.0 - flat)
+    return 1.0 / (1.0 - flat_probability.unchecked(probs, rewards, G))
 
 
+@checked(same_shapes("probs", "rewards"), _informative, **_GROUPS, n_kept=at_least(1), seed=at_least(0))
 def groups_drawn_per_kept_group(probs, rewards, G: int, n_kept: int, seed: int) -> np.ndarray:
     """Simulated: for each of ``n_kept`` kept groups, how many groups of G answers ~ ``probs`` were drawn
     until one was not flat (seeded); their mean estimates ``draws_per_kept_group``."""
-    flat = flat_probability(probs, rewards, G)
-    if flat >= 1.0:
-        raise ValueError("every group is flat at these probs and rewards: dynamic sampling never fills a batch")
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
-    probs, rewards = np.asarray(probs, dtype=float), np.asarray(rewards, dtype=float)
-    counts = np.zeros(integer_at_least(n_kept, "n_kept", 1), dtype=int)
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(n_kept, dtype=int)
     for i in range(counts.size):
         r = rewards[sample_groups(probs, G, 1, rng)[0]]
         counts[i] = 1
@@ -54,11 +57,11 @@ def groups_drawn_per_kept_group(probs, rewards, G: int, n_kept: int, seed: int) 
     return counts
 
 
-def _settings(G, n_groups, steps, lr):
-    return (integer_at_least(G, "G", 2), integer_at_least(n_groups, "n_groups", 1),
-            integer_at_least(steps, "steps", 1), positive_real(lr, "lr"))
+#: The checks of a training run's settings.
+_RUN = {"G": at_least(2), "n_groups": at_least(1), "steps": at_least(1), "lr": positive_real}
 
 
+@checked(**_RUN, seed=at_least(0))
 def dynamic_sampling_run(dynamic: bool = True, G: int = 4, n_groups: int = 2, steps: int = 20, lr: float = 1.0,
                          seed: int = 0, advantage: str = "grpo") -> dict:
     """The one-step toy trained from its logits, seeded (chapter 18). Each step fills a batch of
@@ -66,8 +69,7 @@ def dynamic_sampling_run(dynamic: bool = True, G: int = 4, n_groups: int = 2, st
     ``n_groups`` of them), else the first ``n_groups`` drawn; the logits move by ``lr`` times the mean of
     the kept groups' estimates (1/G) sum_i A_i g(y_i) (``estimator_bias``, ``dr_grpo``). Returns
     ``J`` (steps + 1 values), ``groups_drawn`` per step and ``answers_drawn`` (cumulative, steps + 1)."""
-    G, n_groups, steps, lr = _settings(G, n_groups, steps, lr)
-    rng = np.random.default_rng(integer_at_least(seed, "seed", 0))
+    rng = np.random.default_rng(seed)
     z = LOGITS.copy()
     J, drawn = [], []
     for t in range(steps + 1):
@@ -89,13 +91,13 @@ def dynamic_sampling_run(dynamic: bool = True, G: int = 4, n_groups: int = 2, st
             "answers_drawn": G * np.concatenate([[0], np.cumsum(drawn)])}
 
 
+@checked(**_RUN)
 def dynamic_sampling_exact(dynamic: bool = True, G: int = 4, n_groups: int = 2, steps: int = 20, lr: float = 1.0,
                            advantage: str = "grpo") -> dict:
     """The path that ``dynamic_sampling_run`` follows on average: each step moves the logits by ``lr``
     times the exact E[X] (``estimator_moments``), divided by 1 - P(flat) with ``dynamic``. Returns ``J``
     and ``answers_drawn``, the expected cumulative number of answers drawn (n_groups G per step, times
     ``draws_per_kept_group`` with ``dynamic``)."""
-    G, n_groups, steps, lr = _settings(G, n_groups, steps, lr)
     z = LOGITS.copy()
     J, answers = [], [0.0]
     for t in range(steps + 1):

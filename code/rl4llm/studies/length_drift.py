@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import at_least, checked, logits_vector, one_of, positive_real
+from .._checks import at_least, checked, logits_vector, one_of, optional, positive_real
 from ..math.distributions import softmax
 from .estimator_bias import ADVANTAGES, Task, estimator_moments, group_estimates
 from ..math.estimators import sample_groups
@@ -50,16 +50,21 @@ def soft_overlong_penalty(length, cap: int = LENGTH_CAP, buffer: int = SOFT_BUFF
     return np.where(n > cap, -1.0, np.minimum(((cap - buffer) - n) / buffer, 0.0))
 
 
+def _length_logits(logits, name: str = "logits") -> np.ndarray:
+    """Rule: one logit per answer of the length toy."""
+    z = logits_vector(logits, name)
+    if z.shape != LENGTH_TOKENS.shape:
+        raise ValueError(f"{name} must hold {len(LENGTH_ANSWERS)} logits, one per answer of the length toy, "
+                         f"got shape {z.shape}")
+    return z
+
+
+@checked(logits=optional(_length_logits), overlong=one_of(OVERLONG))
 def length_task(logits=None, overlong: str = "none") -> Task:
     """The length toy at ``logits`` (one per answer of ``LENGTH_ANSWERS``; default 0: uniform) as a
     ``Task`` of ``estimator_bias``: lengths cut at ``LENGTH_CAP``, rewards with the soft punishment
     when ``overlong="soft"``, the truncated answer's tokens masked when ``overlong="filter"``."""
-    z = np.zeros(len(LENGTH_ANSWERS)) if logits is None else logits_vector(logits)
-    if z.shape != LENGTH_TOKENS.shape:
-        raise ValueError(f"logits must hold {len(LENGTH_ANSWERS)} logits, one per answer of the length toy, "
-                         f"got shape {z.shape}")
-    if overlong not in OVERLONG:
-        raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
+    z = np.zeros(len(LENGTH_ANSWERS)) if logits is None else logits
     pi = softmax(z)
     rewards = LENGTH_REWARDS + (soft_overlong_penalty(LENGTH_TOKENS) if overlong == "soft" else 0.0)
     kept = (LENGTH_TOKENS <= LENGTH_CAP).astype(int) if overlong == "filter" else None

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (at_least, checked, index_in_range, integer_at_least, logits_vector, one_reward_per_answer,
+from .._checks import (at_least, checked, index_in_range, logits_vector, one_reward_per_answer,
                       positive_real, reward_array)
 from ..math.distributions import softmax
 from ..math.estimators import gradient_samples, sample_groups
@@ -199,6 +199,7 @@ METHODS = {
 }
 
 
+@checked(steps=at_least(1))
 def method_curves(steps: int = 30, seeds=range(8)) -> dict[str, np.ndarray]:
     """Every method's pi(5) curve with its default settings (chapter 21).
 
@@ -206,7 +207,6 @@ def method_curves(steps: int = 30, seeds=range(8)) -> dict[str, np.ndarray]:
     (``run_over_seeds``), a single row for SFT, which samples nothing and is
     deterministic.
     """
-    steps = integer_at_least(steps, "steps", 1)
     curves = {"SFT": run_sft(steps=steps)[None, :]}
     for name, run in METHODS.items():
         if name != "SFT":

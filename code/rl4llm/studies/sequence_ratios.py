@@ -232,7 +232,13 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
             "zero_share": float(p_old @ clipped.sum(axis=1) / (p_old @ counted.sum(axis=1)))}
 
 
-@checked(_clip_settings, **_WEIGHTING)
+def _sampled(args):
+    """Relation: the ``task`` holds at least 2 sampled answers (a sample variance needs two)."""
+    if args["task"].rewards.size < 2:
+        raise ValueError(f"task must hold at least 2 sampled answers, got {args['task'].rewards.size}")
+
+
+@checked(_clip_settings, _sampled, **_WEIGHTING)
 def sample_reweighted(task: SequenceTask, weighting: str, eps_low: float | None = None,
                       eps_high: float | None = None) -> dict:
     """The Monte Carlo counterpart of ``reweighted_moments`` on answers drawn from pi_old (``sample_chain``):
@@ -240,8 +246,6 @@ def sample_reweighted(task: SequenceTask, weighting: str, eps_low: float | None 
     standard error ``variance_se`` (the standard error of the mean of |X - mean|^2) and ``zero_share``.
     The baseline is the task's exact J(pi_old), as in the enumeration."""
     n = task.rewards.size
-    if n < 2:
-        raise ValueError(f"task must hold at least 2 sampled answers, got {n}")
     X, zero = _estimates(task, weighting, eps_low, eps_high)
     mean = X.mean(axis=0)
     squared = ((X - mean) ** 2).sum(axis=1)

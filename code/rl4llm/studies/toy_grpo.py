@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from .._checks import (at_least, checked, clip_range, in_range, integer_at_least, logits_vector, one_of, optional,
-                      positive_real, reward_array, same_shapes, std_ddof)
+from .._checks import (at_least, checked, clip_range, in_range, logits_vector, one_of, optional,
+                      positive_real, reward_array, same_shapes, seed_list, std_ddof)
 from ..math.credit import group_advantages
 from ..math.distributions import entropy, kl_divergence, log_softmax, softmax
 from ..math.estimators import sample_groups
@@ -154,15 +154,13 @@ def grpo_toy_run(G: int = 8, steps: int = 30, K: int = 4, lr: float = 1.0,
     }
 
 
+@checked(seeds=seed_list())
 def run_over_seeds(run, seeds, **kwargs):
     """Call ``run(seed=s, **kwargs)`` for every seed and stack the results (chapters 13, 14, 17).
 
     A run returning an array gives an array shaped (n_seeds, ...); a run returning a dict of arrays
     gives a dict of such stacks. Use it to draw a mean with a spread instead of one lucky seed.
     """
-    seeds = [integer_at_least(s, "seeds", 0) for s in np.atleast_1d(seeds).tolist()]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed (an integer >= 0)")
     results = [run(seed=s, **kwargs) for s in seeds]
     if isinstance(results[0], dict):
         return {key: np.array([res[key] for res in results]) for key in results[0]}

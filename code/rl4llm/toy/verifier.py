@@ -12,6 +12,8 @@ import re
 
 import numpy as np
 
+from .._checks import checked
+
 #: The text marker that ends a completion (the tokenizer of chapter 15 decodes EOS to it).
 EOS_MARKER = "<eos>"
 #: Longest operand a prompt may hold, in digits (bounds the work done on a prompt).
@@ -25,15 +27,22 @@ _DIGITS = re.compile(r"[0-9]+")
 ASCII_WHITESPACE = " \t\n\r\f\v"
 
 
-def parse_addition_prompt(prompt: str) -> tuple[int, int]:
-    """The operands (a, b) of a prompt ``"a+b="`` (ASCII digits, possibly zero-padded)."""
+def _addition_prompt(prompt, name: str = "prompt") -> re.Match:
+    """Rule: a prompt ``"a+b="`` with 1 to MAX_OPERAND_DIGITS ASCII digits per operand; the function receives
+    its match."""
     if not isinstance(prompt, str):
-        raise ValueError(f"prompt must be a string of the form 'a+b=', got {type(prompt).__name__}")
+        raise ValueError(f"{name} must be a string of the form 'a+b=', got {type(prompt).__name__}")
     match = _PROMPT.fullmatch(prompt)
     if match is None or max(len(match.group(1)), len(match.group(2))) > MAX_OPERAND_DIGITS:
-        raise ValueError(f"prompt must look like 'a+b=' with 1 to {MAX_OPERAND_DIGITS} ASCII digits per "
+        raise ValueError(f"{name} must look like 'a+b=' with 1 to {MAX_OPERAND_DIGITS} ASCII digits per "
                          f"operand, got {prompt[:40]!r}")
-    return int(match.group(1)), int(match.group(2))
+    return match
+
+
+@checked(prompt=_addition_prompt)
+def parse_addition_prompt(prompt: str) -> tuple[int, int]:
+    """The operands (a, b) of a prompt ``"a+b="`` (ASCII digits, possibly zero-padded)."""
+    return int(prompt.group(1)), int(prompt.group(2))
 
 
 def addition_reward(prompt: str, completion) -> float:

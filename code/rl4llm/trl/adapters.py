@@ -12,17 +12,27 @@ import warnings
 
 import torch
 
+from .._checks import checked, instance_of
 from ..llm.model import GPT, to_gpt2
 from ..llm.tasks import CharTokenizer
 
 
+def vocab_matches(tokenizer: str | None = "tokenizer"):
+    """Relation: the ``model``'s vocab_size is the size of the (checked) CharTokenizer ``tokenizer``, or of
+    the addition tokenizer ``CharTokenizer()`` when ``tokenizer`` is None."""
+    def relation(args):
+        size = len(args[tokenizer]) if tokenizer is not None else len(CharTokenizer())
+        if args["model"].config.vocab_size != size:
+            raise ValueError(f"model must have the tokenizer's vocab_size {size}, got {args['model'].config.vocab_size}")
+    return relation
+
+
+@checked(tokenizer=instance_of(CharTokenizer))
 def char_tokenizer_for_transformers(tokenizer: CharTokenizer):
     """Our character tokenizer as a transformers ``PreTrainedTokenizerFast`` (TRL needs one).
 
     Same ids as ``tokenizer``: one token per character, ``<eos>`` and ``<pad>`` one token each.
     """
-    if not isinstance(tokenizer, CharTokenizer):
-        raise ValueError(f"tokenizer must be an rl4llm CharTokenizer, got {type(tokenizer).__name__}")
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -33,6 +43,7 @@ def char_tokenizer_for_transformers(tokenizer: CharTokenizer):
     return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<eos>", pad_token="<pad>")
 
 
+@checked(vocab_matches(), tokenizer=instance_of(CharTokenizer))
 def trl_policy(model: GPT, tokenizer: CharTokenizer, directory: str | None = None):
     """``model`` as a ``GPT2LMHeadModel`` ready for TRL's ``GRPOTrainer`` (chapter 16).
 
@@ -43,10 +54,6 @@ def trl_policy(model: GPT, tokenizer: CharTokenizer, directory: str | None = Non
     loading ``_name_or_path``, which an in-memory model does not have. Under several processes
     every process must pass the same ``directory``: only rank 0 writes it.
     """
-    if not isinstance(tokenizer, CharTokenizer):
-        raise ValueError(f"tokenizer must be an rl4llm CharTokenizer, got {type(tokenizer).__name__}")
-    if model.config.vocab_size != len(tokenizer):
-        raise ValueError(f"model must have the tokenizer's vocab_size {len(tokenizer)}, got {model.config.vocab_size}")
     hf = to_gpt2(model, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id).train()
     hf.generation_config.eos_token_id = tokenizer.eos_id
     hf.generation_config.pad_token_id = tokenizer.pad_id

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import torch
 
-from .._checks import checked, integer_at_least, positive_real
+from .._checks import at_least, checked, instance_of, integer_at_least, positive_real
 from ..llm.kl_placement import KLInLoss, KLInReward
 from ..llm.objectives import EPS_MAX
 from ..math.credit import group_advantages
@@ -97,7 +97,27 @@ def cispo_trl_kwargs(eps_max: float = EPS_MAX) -> dict:
     return {"loss_type": "cispo", "epsilon_high": eps_max}
 
 
-@checked(strategies_agree, **STRATEGY_RULES)
+def trl_can_run(args):
+    """Relation: ``num_processes`` divides a step's completions, and TRL runs the settings, unless
+    ``allow_unsupported`` (see :func:`trl_config_kwargs`)."""
+    config, kl, sampler, num_processes = args["config"], args["kl"], args["sampler"], args["num_processes"]
+    if (config.prompts_per_step * config.group_size) % num_processes:
+        raise ValueError(f"num_processes must divide prompts_per_step x group_size = "
+                         f"{config.prompts_per_step * config.group_size}, got {num_processes}")
+    if args["allow_unsupported"]:
+        return
+    if config.drop_zero_variance:
+        raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
+                         "allow_unsupported=True to map the rest and keep flat groups in the batch")
+    if isinstance(sampler, RolloutEngineSampler):
+        raise ValueError(f"sampler={sampler!r} (chapter 20's rollout engine: precision, staleness) has no TRL "
+                         f"GRPOConfig field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
+    if config.beta > 0 and not (isinstance(kl, KLInLoss) and kl.estimator == "k3"):
+        raise ValueError(f"kl={kl!r}: TRL 1.16 has k3 in the loss only; pass allow_unsupported=True to map the "
+                         f"rest with TRL's k3")
+
+
+@checked(strategies_agree, trl_can_run, **STRATEGY_RULES, config=instance_of(GRPOConfig), num_processes=at_least(1))
 def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLoss(),
                       ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler(),
                       allow_unsupported: bool = False, num_processes: int = 1) -> dict:
@@ -126,22 +146,7 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
     loss (``KLInLoss(estimator=...)`` other than ``"k3"`` or ``KLInReward()``; mapped, TRL puts k3 in the loss).
     """
-    if not isinstance(config, GRPOConfig):
-        raise ValueError(f"config must be an rl4llm.llm.trainer.GRPOConfig, got {type(config).__name__}")
-    num_processes = integer_at_least(num_processes, "num_processes", 1)
-    if (config.prompts_per_step * config.group_size) % num_processes:
-        raise ValueError(f"num_processes must divide prompts_per_step x group_size = "
-                         f"{config.prompts_per_step * config.group_size}, got {num_processes}")
-    if config.drop_zero_variance and not allow_unsupported:
-        raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
-                         "allow_unsupported=True to map the rest and keep flat groups in the batch")
     engine = isinstance(sampler, RolloutEngineSampler)
-    if engine and not allow_unsupported:
-        raise ValueError(f"sampler={sampler!r} (chapter 20's rollout engine: precision, staleness) has no TRL "
-                         f"GRPOConfig field; pass allow_unsupported=True to map the rest, sampled by the policy itself")
-    if config.beta > 0 and not (isinstance(kl, KLInLoss) and kl.estimator == "k3") and not allow_unsupported:
-        raise ValueError(f"kl={kl!r}: TRL 1.16 has k3 in the loss only; pass allow_unsupported=True to map the "
-                         f"rest with TRL's k3")
     correction = sampler if engine else RolloutEngineSampler()
     K = config.inner_steps
     kwargs = {

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .._checks import finite_real, integer_at_least
+from .._checks import at_least, checked, nonnegative_real
 from ..llm.grpo import grpo_loss
 from ..llm.kl_placement import KLInLoss
 from ..math.credit import group_advantages
-from .adapters import char_tokenizer_for_transformers, quiet, trl_policy
+from .adapters import char_tokenizer_for_transformers, quiet, trl_policy, vocab_matches
 from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
 from ..llm.ratios import ImportanceRatio
@@ -51,6 +51,7 @@ class LossBatch:
         return self.tokens[:, self.prompt_len:]
 
 
+@checked(vocab_matches(None), seed=at_least(0), perturbation=nonnegative_real)
 def loss_batch(model: GPT, config: GRPOConfig, *, seed: int = 0, perturbation: float = 0.3) -> LossBatch:
     """A batch of ``config.prompts_per_step`` addition prompts x ``config.group_size`` completions.
 
@@ -60,14 +61,7 @@ def loss_batch(model: GPT, config: GRPOConfig, *, seed: int = 0, perturbation: f
     ``config.temperature`` plus independent N(0, ``perturbation``^2) noise per token, so the ratio is
     not 1 and the clip binds on some tokens. Seeded by ``seed`` alone.
     """
-    seed = integer_at_least(seed, "seed", 0)
-    perturbation = finite_real(perturbation, "perturbation")
-    if perturbation < 0:
-        raise ValueError(f"perturbation must be a finite number >= 0, got {perturbation!r}")
     tok = CharTokenizer()
-    if model.config.vocab_size != len(tok):
-        raise ValueError(f"model must have vocab_size {len(tok)} (the addition tokenizer's), "
-                         f"got {model.config.vocab_size}")
     gen = torch.Generator().manual_seed(seed)
     N, G, T = config.prompts_per_step, config.group_size, MAX_COMPLETION_LEN
     operands = torch.randint(0, 100, (N, 2), generator=gen).tolist()

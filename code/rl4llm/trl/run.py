@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from transformers import TrainerCallback
 
-from .._checks import integer_at_least
+from .._checks import at_least, checked, instance_of, integer_at_least
 from ..llm.evaluation import greedy_accuracy
 from .adapters import char_tokenizer_for_transformers, quiet, trl_policy
 from ..llm.model import GPT, from_gpt2
@@ -23,6 +23,7 @@ from ..llm.tasks import AdditionTask
 from ..llm.trainer import torch_threads
 
 
+@checked(task=instance_of(AdditionTask))
 def completion_reward(task: AdditionTask, counter: dict | None = None):
     """A TRL reward function: the book's verifier on the sampled ids up to the first EOS (chapter 16).
 
@@ -30,8 +31,6 @@ def completion_reward(task: AdditionTask, counter: dict | None = None):
     sampled inside an answer would vanish from the text; this one reads ``completion_ids`` instead.
     With ``counter``, ``counter["tokens"]`` grows by the number of sampled tokens (EOS included).
     """
-    if not isinstance(task, AdditionTask):
-        raise ValueError(f"task must be an rl4llm AdditionTask, got {type(task).__name__}")
     eos, pad = task.tokenizer.eos_id, task.tokenizer.pad_id
 
     def reward(prompts, completion_ids, **kwargs):
@@ -93,9 +92,10 @@ class AccuracyClock(TrainerCallback):
     processes only the main one evaluates when ``main_process_only``.
     """
 
+    @checked(eval_every=at_least(1))
     def __init__(self, task: AdditionTask, eval_every: int, *, main_process_only: bool = True):
         self.task, self.main_process_only = task, main_process_only
-        self.eval_every = integer_at_least(eval_every, "eval_every", 1)
+        self.eval_every = eval_every
         self.seconds, self._start = 0.0, None
         self.evals = {"step": [], "accuracy": [], "train_seconds": []}
 
@@ -132,6 +132,7 @@ class TRLRun:
     policy: GPT             # the trained weights, back in the book's GPT
 
 
+@checked(num_threads=at_least(1))
 def train_with_trl(model: GPT, task: AdditionTask, trl_kwargs: dict, *, eval_every: int = 10,
                    num_threads: int = 1) -> TRLRun:
     """Train ``model`` on ``task`` with TRL's ``GRPOTrainer`` in this process (chapter 16).
@@ -140,7 +141,6 @@ def train_with_trl(model: GPT, task: AdditionTask, trl_kwargs: dict, *, eval_eve
     temporary output directory, TRL's warnings and progress bars silenced. ``model`` itself is not
     changed. For the book's recipe pass ``trl_config_kwargs(config)``.
     """
-    num_threads = integer_at_least(num_threads, "num_threads", 1)
     clock, counter = AccuracyClock(task, eval_every), {"tokens": 0}
     with quiet(), tempfile.TemporaryDirectory() as workdir, torch_threads(num_threads):
         trainer = trl_grpo_trainer(model, task, trl_kwargs, output_dir=workdir, callbacks=[clock], counter=counter)

@@ -35,7 +35,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .style import CORRECT_COLOR, OTHER_COLOR
+from .._checks import check_fields, checked, index_in_range
+from .style import CORRECT_COLOR, LINE_COLORS, OTHER_COLOR
 
 #: Decimals kept in a chart's data: the stored JSON must not change with the CPU's last bits.
 DECIMALS = 6
@@ -84,6 +85,33 @@ def vega_string(text: str) -> str:
     return f"'{text}'" if not any(c in text for c in "'\"\\") else json.dumps(text)
 
 
+def _positions(start: float, stop: float, step: float) -> np.ndarray:
+    """start, start + step, ..., stop, rounded as the browser's range input reports them."""
+    n = int(round((stop - start) / step))
+    return np.round(start + step * np.arange(n + 1), 10)
+
+
+def _identifier(x, name):
+    """Rule: a Python identifier (it names the chart's parameter)."""
+    if not isinstance(x, str) or not x.isidentifier():
+        raise ValueError(f"{name} must be an identifier (it names the chart's parameter), got {x!r}")
+    return x
+
+
+def _uniform_grid(fields):
+    """Relation: start, stop and step make a uniform grid (step > 0, stop > start, a whole number of steps)
+    on which default is a position."""
+    start, stop, step, default = (fields[k] for k in ("start", "stop", "step", "default"))
+    if not (step > 0 and stop > start):
+        raise ValueError(f"need step > 0 and stop > start, got start={start}, stop={stop}, step={step}")
+    n = (stop - start) / step
+    if abs(n - round(n)) > 1e-9:
+        raise ValueError(f"stop - start must be a whole number of steps, got ({stop} - {start}) / {step} = {n}")
+    if not np.any(np.isclose(_positions(start, stop, step), default, rtol=0, atol=1e-9 * step)):
+        raise ValueError(f"default must be a position of the slider, got {default} on the grid "
+                         f"{start}:{stop}:{step}")
+
+
 @dataclass(frozen=True)
 class Slider:
     """One slider: the parameter ``name`` (a keyword of the computing function, and the name of the
@@ -99,23 +127,12 @@ class Slider:
     fmt: str = ".2f"
 
     def __post_init__(self):
-        if not self.name.isidentifier():
-            raise ValueError(f"name must be an identifier (it names the chart's parameter), got {self.name!r}")
-        if not (self.step > 0 and self.stop > self.start):
-            raise ValueError(f"need step > 0 and stop > start, got start={self.start}, stop={self.stop}, "
-                             f"step={self.step}")
-        n = (self.stop - self.start) / self.step
-        if abs(n - round(n)) > 1e-9:
-            raise ValueError(f"stop - start must be a whole number of steps, got ({self.stop} - {self.start}) / "
-                             f"{self.step} = {n}")
-        if not np.any(np.isclose(self.values, self.default, rtol=0, atol=1e-9 * self.step)):
-            raise ValueError(f"default must be a position of the slider, got {self.default} on {self}")
+        check_fields(self, {"name": _identifier}, _uniform_grid)
 
     @property
     def values(self) -> np.ndarray:
         """Every position of the slider, rounded as the browser's range input reports them."""
-        n = int(round((self.stop - self.start) / self.step))
-        return np.round(self.start + self.step * np.arange(n + 1), 10)
+        return _positions(self.start, self.stop, self.step)
 
     @property
     def integer(self) -> bool:
@@ -180,6 +197,12 @@ def from_csv(text: str) -> list[dict]:
     return [dict(zip(names, (float(v) if v else float("nan") for v in line.split(",")))) for line in lines]
 
 
+def _correct_category(args):
+    """Relation: ``correct`` indexes one of ``categories``."""
+    args["correct"] = index_in_range(args["correct"], "correct", len(args["categories"]))
+
+
+@checked(_correct_category)
 def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider], *, categories: Sequence[str],
               correct: int, xlabel: str, ylabel: str, headline: str, readout: str,
               outline: Sequence[float] | None = None, outline_label: str = "",
@@ -194,8 +217,6 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     import altair as alt
 
     categories = [str(c) for c in categories]
-    if not 0 <= correct < len(categories):
-        raise ValueError(f"correct must index categories (0..{len(categories) - 1}), got {correct}")
     rows = grid(compute, sliders, categories)
     right = categories[correct]
     at_setting = " && ".join(s.filter_expr() for s in sliders)
@@ -244,6 +265,25 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
 LINE_STYLES = {"solid": [1, 0], "dashed": [6, 3], "dotted": [2, 2], "points": None, "ring": None}
 
 
+def _drawable_series(args):
+    """Relation: one style (of LINE_STYLES) and one colour per series, error bars of named series, and a
+    marker only on a fixed x, at points of it. Fills in the default styles (solid) and colours (the
+    book's line colours)."""
+    series, x, marker = [str(s) for s in args["series"]], args["x"], args["marker"]
+    styles = args["styles"] = list(args["styles"] or ["solid"] * len(series))
+    colors = args["colors"] = list(args["colors"] or LINE_COLORS[:len(series)])
+    if len(styles) != len(series) or len(colors) != len(series) or not set(styles) <= set(LINE_STYLES):
+        raise ValueError(f"need one colour and one style (of {list(LINE_STYLES)}) per series, got "
+                         f"{len(colors)} colours and the styles {styles} for {len(series)} series")
+    if not set(args["errors"] or {}) <= set(series):
+        raise ValueError(f"errors must name series, got {list(args['errors'])} for {series}")
+    if marker is not None and x is None:
+        raise ValueError("a marker needs a fixed x")
+    if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
+        raise ValueError(f"every position of the marker must be a point of x, got {marker}")
+
+
+@checked(_drawable_series)
 def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Sequence[Slider], *,
                x: Sequence[float] | None, series: Sequence[str], xlabel: str, ylabel: str, headline: str,
                marker: Slider | None = None, notes: Callable[..., Mapping[str, float]] | None = None,
@@ -270,18 +310,7 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     """
     import altair as alt
 
-    from .style import LINE_COLORS
-
     series, errors = [str(s) for s in series], dict(errors or {})
-    styles = list(styles or ["solid"] * len(series))
-    colors = list(colors or LINE_COLORS[:len(series)])
-    if len(styles) != len(series) or len(colors) != len(series) or not set(styles) <= set(LINE_STYLES):
-        raise ValueError(f"need one colour and one style (of {list(LINE_STYLES)}) per series, got "
-                         f"{len(colors)} colours and the styles {styles} for {len(series)} series")
-    if not set(errors) <= set(series):
-        raise ValueError(f"errors must name series, got {list(errors)} for {series}")
-    if marker is not None and x is None:
-        raise ValueError("a marker needs a fixed x")
     keys = [f"s{i}" for i in range(len(series))] + [f"e{series.index(s)}" for s in errors]
     names = list(notes(**{s.name: s.cast(s.default) for s in sliders})) if notes else []
 
@@ -306,8 +335,6 @@ def line_chart(compute: Callable[..., Sequence[Sequence[float]]], sliders: Seque
     rows = [{k: rounded(v, decimals) if isinstance(v, (float, np.floating)) else v for k, v in row.items()}
             for point in itertools.product(*(s.values for s in sliders))
             for row in at(**{s.name: s.cast(v) for s, v in zip(sliders, point)})]
-    if marker is not None and not all(np.any(np.isclose(x, v, rtol=0, atol=1e-9)) for v in marker.values):
-        raise ValueError(f"every position of the marker must be a point of x, got {marker}")
     whole = [all(float(r[f"n{i}"]).is_integer() for r in rows if r[f"n{i}"] is not None) for i in range(len(names))]
     every = list(sliders) + ([marker] if marker else [])
     at_setting = " && ".join(s.filter_expr() for s in sliders) or "true"

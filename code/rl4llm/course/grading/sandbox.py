@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._checks import checked
 from ...exercises import FUNCTIONS, SPECS, Verdict, label_of
 from ...exercises._core import NOT_YET, FunctionExercise, NumericExercise
 from . import bubblewrap
@@ -190,16 +191,28 @@ def _read_result(folder: Path, calls) -> dict | None:
         return None
 
 
+def _checked_exercise(exercise_id, name: str = "exercise_id") -> str:
+    """Rule: the id of an exercise that rl4llm.exercises checks."""
+    if not isinstance(SPECS.get(exercise_id) if isinstance(exercise_id, str) else None,
+                      (FunctionExercise, NumericExercise)):
+        raise ValueError(f"{name} must be one of the checked exercises {sorted(SPECS)}, got {exercise_id!r}")
+    return exercise_id
+
+
+def _cell_and_name(args):
+    """Relation: ``source`` is text and ``function`` a Python name."""
+    source, function = args["source"], args["function"]
+    if not isinstance(source, str) or not isinstance(function, str) or not function.isidentifier():
+        raise ValueError(f"source must be text and function a name, got {type(source).__name__}, {function!r}")
+
+
+@checked(_cell_and_name, exercise_id=_checked_exercise)
 def grade(exercise_id: str, source: str, function: str, timeout: float = TIMEOUT) -> Grade:
     """The verdict on the cell ``source`` for the exercise ``exercise_id``, computed out of process
     (see the module's docstring): on the function it defines as ``function`` (a coding exercise), or
     on the answer it leaves in that name (a by-hand one). Never raises on the student's code; an
     unknown ``exercise_id`` raises ``ValueError``."""
-    spec = SPECS.get(exercise_id)
-    if not isinstance(spec, (FunctionExercise, NumericExercise)):
-        raise ValueError(f"exercise_id must be one of the checked exercises {sorted(SPECS)}, got {exercise_id!r}")
-    if not isinstance(source, str) or not isinstance(function, str) or not function.isidentifier():
-        raise ValueError(f"source must be text and function a name, got {type(source).__name__}, {function!r}")
+    spec = SPECS[exercise_id]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rl4llm-grade-") as tmp:
         folder = Path(tmp)
