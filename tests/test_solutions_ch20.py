@@ -44,13 +44,15 @@ def one_step_off():
         runs = compare_over_seeds(warm.model, task, config, settings, [0, 1, 2])
         gap = gap_summary(**staleness_gaps(warm.model, task, replace(config, steps=24), (1,))[1])
         out[lr] = runs, gap
-    return base.lr, out
+    return base.lr, warm.accuracy, out
 
 
 def test_ch20_one_step_off_solution(one_step_off):
-    lr, out = one_step_off
+    lr, warm_accuracy, out = one_step_off
     assert lr == 1e-3
     (fast, fast_gap), (slow, slow_gap) = out[1e-3], out[1e-4]
+    # at 1e-3 both runs end below the warm start (why the chapter's lab trains at a smaller rate)
+    assert max(fast["synchronous"].max(), fast["one step off"].max()) < warm_accuracy
     # at 1e-3: every one-step-off seed below every synchronous seed, and the difference clears its floor
     assert fast["one step off"].max() < fast["synchronous"].min()
     assert fast["synchronous"].mean() - fast["one step off"].mean() > noise_floor(fast["one step off"], fast["synchronous"])
@@ -66,7 +68,7 @@ def test_ch20_one_step_off_solution(one_step_off):
 
 def test_ch20_one_step_off_solution_states_what_the_test_checks():
     solution = _solution("ex-ch20-one-step-off")
-    for statement in ("every one-step-off seed ends below every synchronous seed", "clears its noise floor",
+    for statement in ("both runs end below the warm start", "every one-step-off seed ends below every synchronous seed", "clears its noise floor",
                       "within its noise floor and within 0.02", "above 0.05", "below 0.02", "under a fifth",
                       "above 0.3", "below 0.05"):
         assert statement in solution, statement
