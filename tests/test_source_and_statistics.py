@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from rl4llm import gae, group_advantages, softmax
-from rl4llm.math.statistics import (false_alarm_rate_of_two_se, noise_floor, seeds_needed, standard_error, t_quantile,
-                               verdict, welch_dof)
+from rl4llm.math.statistics import (false_alarm_rate_of_two_se, holm, holm_verdicts, noise_floor, seeds_needed,
+                                   standard_error, t_quantile, verdict, welch_dof, welch_p_value)
 from rl4llm.viz.source import show_source
 
 
@@ -77,3 +77,79 @@ def test_seeds_needed_is_the_first_n_whose_floor_clears_the_difference(s, expect
     assert floor(n) < 0.02 <= floor(n - 1)
     with pytest.raises(ValueError, match="difference"):
         seeds_needed(0.03, 0.0)
+
+
+def test_welchs_p_value_matches_the_closed_form_t_cdf_with_two_degrees_of_freedom():
+    """Independent route: two seeds a side with equal spreads give Welch 2 dof, where
+    P(T > t) = (1 - t / sqrt(2 + t^2)) / 2 in closed form."""
+    a, b = [1.0, 2.0], [0.0, -1.0]                  # difference 2, each variance 0.5
+    assert welch_dof(a, b) == pytest.approx(2.0)
+    t = 2.0 / math.sqrt(0.5 / 2 + 0.5 / 2)
+    assert welch_p_value(a, b) == pytest.approx(1 - t / math.sqrt(2 + t * t), abs=1e-12)
+    assert welch_p_value(b, a) == pytest.approx(welch_p_value(a, b))
+    assert welch_p_value([1.0, 1.0], [1.0, 1.0]) == 1.0 and welch_p_value([1.0, 1.0], [2.0, 2.0]) == 0.0
+
+
+def test_welchs_p_is_below_the_level_exactly_when_the_difference_clears_the_noise_floor():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        a, b = rng.normal(size=3), rng.normal(0.8, 1.0, size=3)
+        gap = abs(a.mean() - b.mean()) - noise_floor(a, b)
+        if abs(gap) > 1e-9:
+            assert (welch_p_value(a, b) < 0.05) == (gap > 0)
+
+
+def _holm_by_step_down(p, level):
+    """Holm (1979) as he wrote it: test the smallest p at level / m, the next at level / (m - 1), ...,
+    and stop at the first that fails; returns which tests are rejected."""
+    m, rejected = len(p), [False] * len(p)
+    for step, i in enumerate(sorted(range(m), key=lambda i: p[i])):
+        if p[i] > level / (m - step):
+            break
+        rejected[i] = True
+    return rejected
+
+
+@pytest.mark.parametrize("p", [[0.01, 0.04, 0.03, 0.005], [0.2], [0.001, 0.001, 0.5], [0.04, 0.04, 0.04],
+                               [0.0125, 0.02, 0.3, 0.011, 0.0001, 1.0, 0.009]])
+def test_holm_adjusted_p_values_reject_what_the_step_down_procedure_rejects(p):
+    adjusted = holm(p)
+    for level in (0.01, 0.05, 0.1, 0.2):
+        assert [bool(x <= level) for x in adjusted] == _holm_by_step_down(p, level)
+    assert np.all(adjusted >= np.asarray(p)) and np.all(adjusted <= 1)
+
+
+def test_holm_by_hand():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.3]) == pytest.approx([0.3])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+
+
+def test_holm_keeps_the_chance_of_any_false_call_below_the_level_where_seven_plain_tests_do_not():
+    """Independent route: simulate a lab of seven comparisons of 3-seed runs of one setting."""
+    rng = np.random.default_rng(2)
+    labs = rng.normal(size=(1000, 7, 2, 3))
+    plain = np.mean([any(welch_p_value(a, b) < 0.05 for a, b in lab) for lab in labs])
+    adjusted = np.mean([any(holm([welch_p_value(a, b) for a, b in lab]) < 0.05) for lab in labs])
+    assert plain > 0.2 and adjusted <= 0.05
+
+
+def test_holm_verdicts_print_each_difference_its_floor_and_its_adjusted_verdict():
+    lines = holm_verdicts({"big": ([5.0, 5.1, 5.2], [0.0, 0.1, 0.2]), "small": ([0.0, 1.0, 2.0], [1.0, 1.5, 2.0])})
+    assert lines["big"].startswith("difference of means +5.0000, noise floor ") and lines["big"].endswith("a real difference")
+    p = holm([welch_p_value([5.0, 5.1, 5.2], [0.0, 0.1, 0.2]), welch_p_value([0.0, 1.0, 2.0], [1.0, 1.5, 2.0])])
+    assert f"Holm-adjusted p {p[0]:.4f}" in lines["big"] and lines["small"].endswith("not distinguishable from seed noise")
+    # one comparison alone is judged as verdict judges it
+    alone = holm_verdicts({"x": ([0.1, 0.2, 0.25], [0.0, 0.02, 0.05])})["x"]
+    assert ("a real difference" in alone) == ("a real difference" in verdict([0.1, 0.2, 0.25], [0.0, 0.02, 0.05]))
+
+
+@pytest.mark.parametrize("call, match", [(lambda: holm([0.2, 1.5]), "p_values"), (lambda: holm([]), "p_values"),
+                                         (lambda: holm([[0.1]]), "p_values"),
+                                         (lambda: holm_verdicts({"x": ([0.0, 1.0], [1.0, 2.0])}, level=1.0), "level"),
+                                         (lambda: holm_verdicts({}), "comparisons"),
+                                         (lambda: welch_p_value([1.0], [1.0, 2.0]), "a")])
+def test_bad_inputs_name_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,11 +1,13 @@
-"""Is a difference real? Standard errors and noise floors for results over seeds (chapters 6, 9, 13, 15, 17).
+"""Is a difference real? Standard errors and noise floors for results over seeds (chapters 6, 9, 13, 15, 17, 20).
 
 A Monte Carlo estimate comes with its standard error, s / sqrt(n). Two settings compared over seeds
 differ by mean(a) - mean(b), whose standard error is sqrt(s_a^2 / n_a + s_b^2 / n_b). The book calls
 a difference real only if it clears a **noise floor**: a t quantile times that standard error (Welch's
 t-test at the 5% level, two-sided). With few seeds the t quantile matters: with 3 seeds per setting it
 is about 2.8-4.3, not 2, and "2 standard errors" would call noise a difference far more often than 5%
-of the time (``false_alarm_rate_of_two_se`` computes how often).
+of the time (``false_alarm_rate_of_two_se`` computes how often). A lab that makes several comparisons
+at once counts its tests: Holm's step-down (``holm``, ``holm_verdicts``) keeps the chance of calling
+any one of them real by seed noise alone below the level (chapter 20).
 
 Numpy and the standard library only: every chapter can use it.
 """
@@ -15,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, real_in_range
+from .._checks import as_float_array, checked, in_range, real_in_range
 
 
 def _per_seed(x, name: str) -> np.ndarray:
@@ -104,6 +106,68 @@ def verdict(a, b, *, level: float = 0.05) -> str:
     difference, floor = float(a.mean() - b.mean()), noise_floor(a, b, level=level)
     says = "a real difference" if abs(difference) > floor else "not distinguishable from seed noise"
     return f"difference of means {difference:+.4f}, noise floor {floor:.4f} -> {says}"
+
+
+def welch_p_value(a, b) -> float:
+    """Two-sided p-value of Welch's t-test of mean(a) = mean(b) (chapter 20).
+
+    t = (mean(a) - mean(b)) / sqrt(s_a^2 / n_a + s_b^2 / n_b) and p = 2 P(T_nu > |t|), with nu the
+    Welch-Satterthwaite degrees of freedom (``welch_dof``). So p < level exactly when the difference
+    clears ``noise_floor(a, b, level=level)``. With no spread at all, p is 1 for equal means, else 0.
+    """
+    a, b = _per_seed(a, "a"), _per_seed(b, "b")
+    difference = float(a.mean() - b.mean())
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    if se == 0:
+        return 1.0 if difference == 0 else 0.0
+    return float(2.0 * (1.0 - _t_cdf(abs(difference) / se, welch_dof(a, b))))
+
+
+def _p_values(p, name: str) -> np.ndarray:
+    """Rule: a non-empty 1-D array of p-values in [0, 1]."""
+    arr = as_float_array(p, name)
+    if arr.ndim != 1 or np.any((arr < 0) | (arr > 1)):
+        raise ValueError(f"{name} must be a 1-D array of p-values in [0, 1], got {p!r}")
+    return arr
+
+
+@checked(p_values=_p_values)
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values of m tests made together (Holm 1979; chapter 20).
+
+    Sort the p-values, p_(1) <= ... <= p_(m); the i-th smallest is adjusted to
+    max_{j <= i} min(1, (m - j + 1) p_(j)), and each adjusted value goes back to its test's place.
+    Calling a test real when its adjusted p is below the level keeps the chance that *any* of the
+    m calls is seed noise (the family-wise error) below the level, whatever the tests' dependence;
+    one test alone (m = 1) is unchanged.
+    """
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    stepped = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p_values[order]))
+    adjusted = np.empty(m)
+    adjusted[order] = stepped
+    return adjusted
+
+
+@checked(level=in_range(0.0, 1.0, low_open=True, high_open=True))
+def holm_verdicts(comparisons: dict, *, level: float = 0.05) -> dict[str, str]:
+    """One line per comparison made together, ``{name: (a, b)}`` of per-seed results (chapter 20).
+
+    Each line gives mean(a) - mean(b), the comparison's own noise floor, Welch's p (``welch_p_value``)
+    and its Holm-adjusted p over all the comparisons (``holm``); the difference is called real only if
+    the adjusted p is below ``level``.
+    """
+    names = list(comparisons)
+    if not names:
+        raise ValueError("comparisons must hold at least one {name: (a, b)} pair")
+    p = [welch_p_value(*comparisons[name]) for name in names]
+    lines = {}
+    for name, p_i, adjusted in zip(names, p, holm(p)):
+        a, b = (np.asarray(x, dtype=float) for x in comparisons[name])
+        says = "a real difference" if adjusted < level else "not distinguishable from seed noise"
+        lines[name] = (f"difference of means {a.mean() - b.mean():+.4f}, noise floor {noise_floor(a, b, level=level):.4f}, "
+                       f"p {p_i:.4f}, Holm-adjusted p {adjusted:.4f} -> {says}")
+    return lines
 
 
 def false_alarm_rate_of_two_se(n: int) -> float:
