@@ -53,8 +53,6 @@ def test_a_flag_is_true_or_false_and_nothing_truthy():
 # ---- one style: no inline ValueError outside the rules and relations --------------------------------
 #: Where a ``raise ValueError`` stays outside a rule or relation, and why.
 INLINE_RAISES = {
-    "math/statistics.py": {"_per_seed": "chapter 20's module, changed by its own branch this round",
-                           "false_alarm_rate_of_two_se": "chapter 20's module, changed by its own branch this round"},
     "math/step_time.py": {"schedule": "chapter 19 shows its source; that torch chapter is not re-executed here"},
     "trl/run.py": {"trl_grpo_trainer": "chapter 16 shows its source; that torch chapter is not re-executed here"},
     "trl/knobs.py": {"trl_defaults": "the fields are read against trl's own GRPOConfig, built in the body"},

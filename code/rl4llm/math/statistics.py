@@ -17,37 +17,41 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, checked, in_range, real_in_range
+from .._checks import as_float_array, at_least, checked, in_range, positive_real
 
 
-def _per_seed(x, name: str) -> np.ndarray:
+def per_seed(x, name: str) -> np.ndarray:
+    """Rule: a 1-D array of at least 2 per-seed results."""
     arr = as_float_array(x, name)
     if arr.ndim != 1 or len(arr) < 2:
         raise ValueError(f"{name} must be a 1-D array of at least 2 per-seed results, got shape {arr.shape}")
     return arr
 
 
+#: The significance level of a two-sided test, in (0, 1).
+LEVEL = in_range(0.0, 1.0, low_open=True, high_open=True)
+
+
+@checked(x=per_seed)
 def standard_error(x) -> float:
     """s / sqrt(n), with s the sample standard deviation (ddof 1) of the 1-D results ``x``."""
-    x = _per_seed(x, "x")
     return float(x.std(ddof=1) / math.sqrt(len(x)))
 
 
+@checked(a=per_seed, b=per_seed)
 def welch_dof(a, b) -> float:
     """Welch-Satterthwaite degrees of freedom of mean(a) - mean(b) (each at least 1)."""
-    a, b = _per_seed(a, "a"), _per_seed(b, "b")
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     if va + vb == 0:
         return float(len(a) + len(b) - 2)
     return float((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)))
 
 
+@checked(p=in_range(0.0, 1.0, low_open=True, high_open=True), dof=positive_real)
 def t_quantile(p: float, dof: float) -> float:
     """The p-quantile of Student's t with ``dof`` degrees of freedom (bisection on its CDF)."""
-    p = real_in_range(p, "p", 0.0, 1.0, low_open=True, high_open=True)
-    dof = real_in_range(dof, "dof", 0.0, math.inf, low_open=True, high_open=True)
     if p < 0.5:
-        return -t_quantile(1.0 - p, dof)
+        return -t_quantile.unchecked(1.0 - p, dof)
     low, high = 0.0, 1.0
     while _t_cdf(high, dof) < p:
         high *= 2.0
@@ -88,26 +92,26 @@ def _betainc(a: float, b: float, x: float) -> float:
     return front * h / a
 
 
+@checked(a=per_seed, b=per_seed, level=LEVEL)
 def noise_floor(a, b, *, level: float = 0.05) -> float:
     """t_{1 - level/2, Welch dof} * sqrt(s_a^2 / n_a + s_b^2 / n_b) (chapters 6, 15).
 
     A difference of means smaller than this is within what reseeding alone produces at the given
     two-sided level, so it is not evidence that one setting is better.
     """
-    a, b = _per_seed(a, "a"), _per_seed(b, "b")
-    level = real_in_range(level, "level", 0.0, 1.0, low_open=True, high_open=True)
     se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return float(t_quantile(1.0 - level / 2.0, welch_dof(a, b)) * se)
+    return float(t_quantile.unchecked(1.0 - level / 2.0, welch_dof.unchecked(a, b)) * se)
 
 
+@checked(a=per_seed, b=per_seed, level=LEVEL)
 def verdict(a, b, *, level: float = 0.05) -> str:
     """One line: the difference of means, the noise floor, and whether the difference clears it."""
-    a, b = _per_seed(a, "a"), _per_seed(b, "b")
-    difference, floor = float(a.mean() - b.mean()), noise_floor(a, b, level=level)
+    difference, floor = float(a.mean() - b.mean()), noise_floor.unchecked(a, b, level=level)
     says = "a real difference" if abs(difference) > floor else "not distinguishable from seed noise"
     return f"difference of means {difference:+.4f}, noise floor {floor:.4f} -> {says}"
 
 
+@checked(a=per_seed, b=per_seed)
 def welch_p_value(a, b) -> float:
     """Two-sided p-value of Welch's t-test of mean(a) = mean(b) (chapter 20).
 
@@ -115,12 +119,11 @@ def welch_p_value(a, b) -> float:
     Welch-Satterthwaite degrees of freedom (``welch_dof``). So p < level exactly when the difference
     clears ``noise_floor(a, b, level=level)``. With no spread at all, p is 1 for equal means, else 0.
     """
-    a, b = _per_seed(a, "a"), _per_seed(b, "b")
     difference = float(a.mean() - b.mean())
     se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
     if se == 0:
         return 1.0 if difference == 0 else 0.0
-    return float(2.0 * (1.0 - _t_cdf(abs(difference) / se, welch_dof(a, b))))
+    return float(2.0 * (1.0 - _t_cdf(abs(difference) / se, welch_dof.unchecked(a, b))))
 
 
 def _p_values(p, name: str) -> np.ndarray:
@@ -149,7 +152,15 @@ def holm(p_values) -> np.ndarray:
     return adjusted
 
 
-@checked(level=in_range(0.0, 1.0, low_open=True, high_open=True))
+def comparison_pairs(comparisons, name: str) -> dict:
+    """Rule: a non-empty mapping ``{name: (a, b)}`` of two per-seed result arrays each (:func:`per_seed`)."""
+    if not isinstance(comparisons, dict) or not comparisons:
+        raise ValueError(f"{name} must hold at least one {{name: (a, b)}} pair of per-seed results, got {comparisons!r}")
+    return {key: (per_seed(pair[0], f"{name}[{key!r}][0]"), per_seed(pair[1], f"{name}[{key!r}][1]"))
+            for key, pair in comparisons.items()}
+
+
+@checked(comparisons=comparison_pairs, level=LEVEL)
 def holm_verdicts(comparisons: dict, *, level: float = 0.05) -> dict[str, str]:
     """One line per comparison made together, ``{name: (a, b)}`` of per-seed results (chapter 20).
 
@@ -158,32 +169,29 @@ def holm_verdicts(comparisons: dict, *, level: float = 0.05) -> dict[str, str]:
     the adjusted p is below ``level``.
     """
     names = list(comparisons)
-    if not names:
-        raise ValueError("comparisons must hold at least one {name: (a, b)} pair")
-    p = [welch_p_value(*comparisons[name]) for name in names]
+    p = [welch_p_value.unchecked(*comparisons[name]) for name in names]
     lines = {}
-    for name, p_i, adjusted in zip(names, p, holm(p)):
-        a, b = (np.asarray(x, dtype=float) for x in comparisons[name])
+    for name, p_i, adjusted in zip(names, p, holm.unchecked(np.array(p))):
+        a, b = comparisons[name]
         says = "a real difference" if adjusted < level else "not distinguishable from seed noise"
-        lines[name] = (f"difference of means {a.mean() - b.mean():+.4f}, noise floor {noise_floor(a, b, level=level):.4f}, "
+        lines[name] = (f"difference of means {a.mean() - b.mean():+.4f}, noise floor "
+                       f"{noise_floor.unchecked(a, b, level=level):.4f}, "
                        f"p {p_i:.4f}, Holm-adjusted p {adjusted:.4f} -> {says}")
     return lines
 
 
+@checked(n=at_least(2))
 def false_alarm_rate_of_two_se(n: int) -> float:
     """How often |mean(a) - mean(b)| > 2 SE when a and b are n seeds of the *same* setting (equal
     variances, so the statistic is t with 2n - 2 degrees of freedom): 2 P(T > 2)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an integer >= 2 seeds per setting, got {n!r}")
     return float(2.0 * (1.0 - _t_cdf(2.0, 2 * n - 2)))
 
 
+@checked(s=positive_real, difference=positive_real, level=LEVEL)
 def seeds_needed(s: float, difference: float, *, level: float = 0.05) -> int:
     """Smallest n seeds per setting whose noise floor t_{1 - level/2, 2n - 2} s sqrt(2 / n) is below
     ``difference``, for two settings with the same spread ``s`` over seeds (chapter 15)."""
-    s = real_in_range(s, "s", 0.0, math.inf, low_open=True, high_open=True)
-    difference = real_in_range(difference, "difference", 0.0, math.inf, low_open=True, high_open=True)
     n = 2
-    while t_quantile(1.0 - level / 2.0, 2 * n - 2) * s * math.sqrt(2.0 / n) >= difference:
+    while t_quantile.unchecked(1.0 - level / 2.0, 2 * n - 2) * s * math.sqrt(2.0 / n) >= difference:
         n += 1
     return n
