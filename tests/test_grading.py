@@ -217,3 +217,23 @@ def test_grade_refuses_what_is_not_a_checked_exercise():
         grade("ex-ch07-sum-zero", SOFTMAX, "my_softmax")
     with pytest.raises(ValueError, match="function"):
         grade("softmax", SOFTMAX, "not a name")
+
+
+def test_exercise_16_6_cannot_reach_the_answer_through_the_copied_modules():
+    """16.6's sandbox holds grpo_loss and the library modules it imports, folders and all (llm/, math/,
+    toy/ under ``_allowed``): searching grpo_loss's globals, every loaded module and every Python file on
+    the sandbox's path and in the job's folder finds no data_parallel_loss (its module is not copied; asking
+    the stand-in ``rl4llm`` for it by attribute would itself be recorded as a use of the library)."""
+    from rl4llm.course.grading.sandbox import grade
+    source = ("import glob, os, sys\nfrom rl4llm.llm.grpo import grpo_loss\n\n"
+              "found = [v for v in grpo_loss.__globals__.values() if getattr(v, '__name__', '') == 'data_parallel_loss']\n"
+              "found += [vars(m)['data_parallel_loss'] for m in list(sys.modules.values())\n"
+              "          if 'data_parallel_loss' in getattr(m, '__dict__', {})]\n"
+              "files = [f for root in [os.getcwd(), *sys.path] if root and os.path.isdir(root)\n"
+              "         for f in glob.glob(os.path.join(root, '**', '*.py'), recursive=True)\n"
+              "         if 'def data_parallel_loss' in open(f, errors='replace').read()]\n"
+              "if found or files:\n"
+              "    my_data_parallel_loss = found[0] if found else files\n")
+    result = grade("data_parallel_loss", source, "my_data_parallel_loss", timeout=HANG * 3)
+    assert not result.correct and "does not define a function named my_data_parallel_loss" in result.message, \
+        result.message
