@@ -288,7 +288,7 @@ def test_lora_and_qlora_budgets():
     assert sum(ADAPTER_BYTES.values()) == 16
     qlora = memory_budget(psi, adapter_params=adapters, quantized_params=counts["linear"])
     assert qlora["weights"] == pytest.approx(counts["linear"] * NF4_BYTES + (counts["embeddings"] + counts["other"]) * 2)
-    assert static_bytes(qlora) / GB < 6.5 < static_bytes(lora) / GB / 2.5
+    assert static_bytes(qlora) / GB < 6.5 and static_bytes(lora) / GB > 15.8
     sharded = memory_budget(psi, adapter_params=adapters, n_gpus=8, sharding="zero3")
     assert sharded["weights"] == lora["weights"] / 8 and sharded["optimizer_state"] == lora["optimizer_state"] / 8
     with pytest.raises(ValueError, match="quantized_params"):
