@@ -368,3 +368,5 @@ def test_gpt3_layer_is_korthikantis_34_plus_5as_and_swiglu_differs():
     assert activation_bytes_per_token(gpt, dropout=True, norm="layernorm") == 34 * h + 4 * a + 16
     # Qwen2.5-7B: SwiGLU with d_ff = 5.29 h and 4 key-value heads: about 55 h, not 34 h
     assert activation_bytes_per_token(QWEN25_7B) / QWEN25_7B.hidden_size == pytest.approx(54.89, abs=0.01)
+    # the chart oracle of chapter 19 (rl4llm.viz.real_runs) states Qwen2.5-1.5B's value as a number
+    assert activation_bytes_per_token(QWEN25_1_5B) == 91192

@@ -121,9 +121,10 @@ class Recipe:
 
 
 def learning_rate(shape: ModelShape, tuning: str) -> float:
-    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h; LoRA: times ``LORA_LR_FACTOR``."""
+    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h; LoRA: times ``LORA_LR_FACTOR``;
+    rounded to two significant digits."""
     full = READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size
-    return full * (LORA_LR_FACTOR if tuning == "lora" else 1)
+    return float(f"{full * (LORA_LR_FACTOR if tuning == 'lora' else 1):.2g}")
 
 
 def _engine_bytes(shape: ModelShape, sequences: int, completion_length: int) -> float:
