@@ -70,8 +70,8 @@ LOGIT_BYTES = 4
 NF4_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 #: Bytes a trainable LoRA parameter costs: its fp32 value (the master copy), fp32 gradient, two fp32 moments.
 ADAPTER_BYTES = {"gradients": 4, "master_weights": 4, "optimizer_state": 8}
-#: The linear layers of a decoder layer (Hugging Face's module names) and what each maps: (d_in, d_out) as
-#: functions of the shape. ``all-linear`` adapts all seven.
+#: The linear layers of a decoder layer, by Hugging Face's module names (their shapes: :func:`linear_shapes`).
+#: PEFT's ``target_modules="all-linear"`` adapts all seven.
 LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 

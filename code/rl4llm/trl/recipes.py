@@ -66,7 +66,9 @@ EXTRA_FORWARDS = 2
 
 @dataclass(frozen=True)
 class Recipe:
-    """One configuration: the setting, what was chosen, and one training GPU's bytes by part."""
+    """One configuration: the setting, what was chosen, one training GPU's bytes (``train_bytes``) and, colocated,
+    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights and the KV cache of the GPU's sequences;
+    0 in server mode, whose engine has GPUs of its own)."""
     model: ModelShape
     gpus: int
     tuning: str
@@ -172,7 +174,7 @@ def _fit(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int, 
                 if train + engine <= budget:
                     return Recipe(shape, gpus, tuning, mode, group_size, sharding, T, m, sequences // m,
                                   round(vllm_memory, 2), learning_rate(shape, tuning), train,
-                                  _engine_bytes(shape, sequences, T), server_gpus)
+                                  _engine_bytes(shape, sequences, T) if mode == "colocate" else 0.0, server_gpus)
     return None
 
 
@@ -230,8 +232,8 @@ def failure_thresholds(group_size: int, completion_tokens: int, sequences: int, 
             "mismatch spike": math.log(clip_max)}
 
 
-#: TRL 1.16's GRPO trainer, whose ``_metrics`` keys :func:`trl_metric_names` reads.
 def _grpo_trainer_source() -> str:
+    """The source of TRL 1.16's GRPO trainer, whose ``_metrics`` keys :func:`trl_metric_names` reads."""
     import trl.trainer.grpo_trainer as grpo
     return Path(grpo.__file__).read_text()
 
