@@ -209,7 +209,7 @@ def recipe_seconds(r: Recipe) -> dict:
 #: TRL 1.16's metric for each failure signature of a large run (``_metrics`` keys of ``grpo_trainer.py``).
 SIGNATURE_METRICS = {"entropy collapse": ("entropy", "frac_reward_zero_std"),
                      "length blow-up": ("completions/mean_length", "completions/clipped_ratio"),
-                     "mismatch spike": ("sampling/sampling_logp_difference/max", "sampling/importance_sampling_ratio/max")}
+                     "mismatch spike": ("sampling/sampling_logp_difference/max", "sampling/importance_sampling_ratio/min")}
 
 
 @checked(group_size=at_least(2), completion_tokens=at_least(1), sequences=at_least(1))
@@ -218,14 +218,17 @@ def failure_thresholds(group_size: int, completion_tokens: int, sequences: int, 
 
     - **entropy collapse**: G samples of a prompt are all identical with probability sum_y p(y)^G >=
       exp(-(G - 1) H) for a completion of entropy H (Renyi's order-G entropy is at most Shannon's), and an
-      identical group is flat whatever the reward. So once the mean token entropy falls below
-      ln 2 / ((G - 1) T) nats, for T tokens a completion, at least half the groups are flat by construction.
+      identical group is flat whatever the reward. A completion's entropy is the sum of its tokens'
+      conditional entropies (the chain rule), about T times the mean token entropy TRL logs; so once that
+      falls below ln 2 / ((G - 1) T) nats, for T tokens a completion, at least half the groups are flat.
     - **length blow-up**: a decoding batch of n sequences lasts as long as its longest, so once a share c of
       completions runs into ``max_completion_length``, a batch decodes to the cap with probability
       1 - (1 - c)^n: above c = 1 - 2^(-1/n), more than half of the batches do.
-    - **mismatch spike**: TRL's vLLM correction caps the importance ratio at ``clip_max`` (its
-      ``vllm_importance_sampling_clip_max``, 3.0): a token whose log-probs differ by more than ln(clip_max)
-      moves its ratio past the cap by itself.
+    - **mismatch spike**: TRL's vLLM correction (default mode ``sequence_mask``) gives a sequence weight 0
+      when its ratio exp(sum_t (log pi_train - log pi_vllm)) exceeds ``clip_max`` (its
+      ``vllm_importance_sampling_clip_max``, 3.0), which the log shows as
+      ``sampling/importance_sampling_ratio/min`` = 0. One token whose log-probs differ by more than
+      ln(clip_max), in the trainer's favour, masks its sequence unless the other tokens cancel it.
     """
     return {"entropy collapse": math.log(2) / ((group_size - 1) * completion_tokens),
             "length blow-up": 1 - 2 ** (-1 / sequences),
