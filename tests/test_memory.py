@@ -232,3 +232,141 @@ def test_the_tiny_gpt_is_a_point_of_the_fits_chart():
     assert tiny == GPT(GPTConfig()).num_parameters()          # chapter 15's model, whatever its size
     assert tiny in rr.model_sizes(1e5, 1e11, extra=(tiny, 7e9, 70e9))
     assert rr.model_state_gb(tiny, 1, 0) == pytest.approx(18 * tiny / 1e9)
+
+
+# ----------------------------------------------------------------------------- architectures, LoRA, QLoRA
+from rl4llm.math.memory import (ADAPTER_BYTES, NF4_BYTES, QWEN25_0_5B, QWEN25_7B, ModelShape,  # noqa: E402
+                                activation_bytes_per_token, linear_shapes, lora_params, parameter_count)
+
+
+def _hf_model(shape):
+    """The shape as a Hugging Face model on the meta device: built from a config object, nothing downloaded."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+    config_class, model_class = (Qwen2Config, Qwen2ForCausalLM) if shape.qkv_bias else (LlamaConfig, LlamaForCausalLM)
+    config = config_class(vocab_size=shape.vocab_size, hidden_size=shape.hidden_size, num_hidden_layers=shape.n_layers,
+                          num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads,
+                          intermediate_size=shape.intermediate_size, tie_word_embeddings=shape.tied_embeddings)
+    with torch.device("meta"):
+        return model_class(config)
+
+
+@pytest.mark.parametrize("shape", [QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, LLAMA2_7B], ids=lambda s: s.name)
+def test_parameter_count_matches_a_transformers_model_of_the_shape(shape):
+    """The count by formula equals the parameters of transformers' own model of the same config (meta device);
+    the published sizes: Llama-2-7B 6.74B, Qwen2.5 0.49B, 1.54B, 7.62B (and the constants in the code)."""
+    model = _hf_model(shape)
+    assert sum(parameter_count(shape).values()) == sum(p.numel() for p in model.parameters())
+    assert round(sum(parameter_count(shape).values()) / 1e9, 2) == round(shape.n_params / 1e9, 2)
+    linear = sum(m.weight.numel() for name, m in model.named_modules()
+                 if type(m).__name__ == "Linear" and name != "lm_head")
+    assert parameter_count(shape)["linear"] == linear
+
+
+@pytest.mark.parametrize("shape", [QWEN25_0_5B, QWEN25_7B, LLAMA2_7B], ids=lambda s: s.name)
+@pytest.mark.parametrize("rank, targets", [(16, None), (8, ("q_proj", "v_proj"))])
+def test_lora_parameters_by_an_independent_tally_of_the_models_linear_layers(shape, rank, targets):
+    """PEFT is not installed: tally r (in_features + out_features) over the nn.Linear modules of transformers'
+    model whose names end in a target (PEFT's rule), which knows nothing of ``linear_shapes``."""
+    model = _hf_model(shape)
+    wanted = targets or ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    tally = sum(rank * (m.in_features + m.out_features) for name, m in model.named_modules()
+                if type(m).__name__ == "Linear" and name.split(".")[-1] in wanted)
+    assert lora_params(shape, rank, *(() if targets is None else (targets,))) == tally
+
+
+def test_lora_and_qlora_budgets():
+    """LoRA: frozen bf16 base, 16 bytes a trainable parameter, no reference copy; QLoRA: the linear layers in
+    NF4 at 4.127 bits (Dettmers et al. 2023: 0.127 bits of constants with double quantisation)."""
+    assert NF4_BYTES * 8 == pytest.approx(4.127, abs=5e-4)
+    assert (NF4_BYTES * 8 - 4) == pytest.approx(8 / 64 + 32 / (64 * 256))
+    psi, counts = QWEN25_7B.n_params, parameter_count(QWEN25_7B)
+    adapters = lora_params(QWEN25_7B, 16)
+    lora = memory_budget(psi, adapter_params=adapters)
+    assert lora["weights"] == 2 * psi and lora["reference"] == 0
+    assert (lora["gradients"], lora["master_weights"], lora["optimizer_state"]) == (4 * adapters, 4 * adapters, 8 * adapters)
+    assert sum(ADAPTER_BYTES.values()) == 16
+    qlora = memory_budget(psi, adapter_params=adapters, quantized_params=counts["linear"])
+    assert qlora["weights"] == pytest.approx(counts["linear"] * NF4_BYTES + (counts["embeddings"] + counts["other"]) * 2)
+    assert static_bytes(qlora) / GB < 6.5 and static_bytes(lora) / GB > 15.8
+    sharded = memory_budget(psi, adapter_params=adapters, n_gpus=8, sharding="zero3")
+    assert sharded["weights"] == lora["weights"] / 8 and sharded["optimizer_state"] == lora["optimizer_state"] / 8
+    with pytest.raises(ValueError, match="quantized_params"):
+        memory_budget(1e9, adapter_params=10, quantized_params=2e9)
+    with pytest.raises(ValueError, match="targets"):
+        lora_params(QWEN25_7B, 8, ("qkv",))
+    with pytest.raises(ValueError, match="rank"):
+        lora_params(QWEN25_7B, 0)
+
+
+# ----------------------------------------------------------------------------- activations by direct count
+def _saved_bytes_per_token(shape, flash, dropout, batch=2, seq=16):
+    """Run one decoder layer of the shape in bf16 under torch's saved-tensor hooks and add up the distinct
+    storages autograd keeps (parameters excluded), per token. Written from the operations, not the formula."""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    dt, h, n_h, n_kv, d = torch.bfloat16, shape.hidden_size, shape.n_heads, shape.n_kv_heads, shape.head_dim
+    lin = {name: torch.nn.Linear(i, o, dtype=dt) for name, (i, o) in linear_shapes(shape).items()}
+    norms = [torch.nn.LayerNorm(h, dtype=dt) for _ in range(2)]
+    p_drop = 0.1 if dropout else 0.0
+    params = {p.untyped_storage().data_ptr() for m in [*lin.values(), *norms] for p in m.parameters()}
+
+    def layer(x):
+        y = norms[0](x)
+        q = lin["q_proj"](y).view(batch, seq, n_h, d).transpose(1, 2)
+        k = lin["k_proj"](y).view(batch, seq, n_kv, d).transpose(1, 2)
+        v = lin["v_proj"](y).view(batch, seq, n_kv, d).transpose(1, 2)
+        if flash:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            k, v = (t.repeat_interleave(n_h // n_kv, dim=1) for t in (k, v))
+            causal = torch.full((seq, seq), float("-inf"), dtype=dt).triu(1)      # added: nothing saved for it
+            scores = (q @ k.transpose(-1, -2) / d ** 0.5 + causal).softmax(-1)
+            a = F.dropout(scores, p_drop) @ v
+        x = x + F.dropout(lin["o_proj"](a.transpose(1, 2).reshape(batch, seq, n_h * d)), p_drop)
+        y = norms[1](x)
+        inner = F.gelu(lin["up_proj"](y)) if shape.mlp == "gelu" else F.silu(lin["gate_proj"](y)) * lin["up_proj"](y)
+        return x + F.dropout(lin["down_proj"](inner), p_drop)
+
+    kept = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    x = torch.randn(batch, seq, h, dtype=dt, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        layer(x).sum().backward()
+    return sum(kept.values()) / (batch * seq)
+
+
+GPT_TINY = ModelShape("GPT-style", 0, 1, 64, 4, 16, 0, 4, 256, "gelu")
+SWIGLU_GQA_TINY = ModelShape("SwiGLU, GQA", 0, 1, 64, 2, 16, 0, 4, 96)
+
+
+@pytest.mark.parametrize("shape, flash, dropout", [(GPT_TINY, False, True), (GPT_TINY, True, False),
+                                                   (SWIGLU_GQA_TINY, True, False), (SWIGLU_GQA_TINY, False, False),
+                                                   (SWIGLU_GQA_TINY, True, True)])
+def test_activation_bytes_match_the_tensors_autograd_saves(shape, flash, dropout):
+    """Two differences of torch on a CPU from a GPU, which the comparison adds: its LayerNorm keeps the mean and
+    rstd in bf16 (2 + 2 bytes a token, the formula's ``rmsnorm`` 4 rather than ``layernorm``'s fp32 8), and its
+    dropout keeps a bf16 mask (2 bytes an element, where CUDA's fused dropout keeps a 1-byte one)."""
+    seq = 16
+    formula = activation_bytes_per_token(shape, flash=flash, dropout=dropout, context=seq, norm="rmsnorm")
+    cpu_masks = (2 * shape.hidden_size + shape.n_heads * seq * (not flash)) if dropout else 0
+    assert _saved_bytes_per_token(shape, flash, dropout, seq=seq) == formula + cpu_masks
+
+
+def test_gpt3_layer_is_korthikantis_34_plus_5as_and_swiglu_differs():
+    h, a, s = 4096, 32, 2048
+    gpt = ModelShape("GPT-3-like", 0, 1, h, a, h // a, 0, a, 4 * h, "gelu")
+    korthikanti = 34 * h + 5 * a * s
+    assert activation_bytes_per_token(gpt, flash=False, dropout=True, context=s, norm="layernorm") == korthikanti + 16
+    assert activation_bytes_per_token(gpt, dropout=True, norm="layernorm") == 34 * h + 4 * a + 16
+    # Qwen2.5-7B: SwiGLU with d_ff = 5.29 h and 4 key-value heads: about 55 h, not 34 h
+    assert activation_bytes_per_token(QWEN25_7B) / QWEN25_7B.hidden_size == pytest.approx(54.89, abs=0.01)
+    # the chart oracle of chapter 19 (rl4llm.viz.real_runs) states Qwen2.5-1.5B's value as a number
+    assert activation_bytes_per_token(QWEN25_1_5B) == 91192

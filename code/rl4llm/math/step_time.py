@@ -5,7 +5,9 @@ With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per secon
 - **training** ``training_seconds``: a forward pass costs about 2 Psi FLOPs a token and forward plus
   backward about 6 Psi (Kaplan et al. 2020, section 2.1); a step trains on every token of the batch
   and runs ``extra_forwards`` more forward passes (the reference model's log-probs; the old policy's
-  when K > 1): (6 + 2 e) Psi tokens / (F x GPUs).
+  when K > 1, or with TRL's vLLM correction; the recomputation of activation checkpointing):
+  (6 + 2 e) Psi tokens / (F x GPUs). A frozen weight needs no gradient of its own: a backward pass
+  through a frozen base (LoRA) costs 2 Psi, not 4 Psi, so (4 + 2 e) Psi.
 - **generation** ``generation_seconds``: the prompts' prefill costs 2 Psi FLOPs a token; then each
   decoding step adds one token to every sequence on the GPU and must read all the weights (Psi b bytes)
   and every sequence's KV cache once, whatever the batch, while it computes 2 Psi FLOPs per sequence:
@@ -14,7 +16,11 @@ With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per secon
   the datasheet's. The KV caches must fit beside the weights: with M bytes of GPU memory at most
   ``concurrent_sequences`` = floor((M - Psi b) / ((P + T) kv)) sequences decode at once, and a larger
   batch decodes in waves of that many, one after the other.
-- **weight sync** ``weight_sync_seconds``: Psi b bytes over a link of B bytes/s.
+- **prefix sharing** ``prefix_sharing_savings``: the G completions of a prompt share its P tokens, so an
+  engine that caches prefixes (vLLM's prefix caching) prefills and stores them once a group, not G times:
+  it saves 2 Psi n P (1 - 1/G) FLOPs of prefill and n P (1 - 1/G) tokens of KV cache.
+- **weight sync** ``weight_sync_seconds``: Psi b bytes over a link of B bytes/s (a ZeRO-3 trainer first
+  gathers its shards, Psi b bytes more over its own links).
 - **scheduling** ``schedule``: with rollout R, training T and sync S seconds a step,
   synchronous: R + T + S, the sampler idle while the trainer works and back (staleness 0);
   one-step-off: the sampler makes the next batch while the trainer trains on this one, and both stop
@@ -28,7 +34,7 @@ import math
 
 import numpy as np
 
-from .._checks import at_least, checked, integer_at_least, positive_real, real_in_range
+from .._checks import at_least, checked, flag, integer_at_least, positive_real, real_in_range
 
 #: FLOPs a token per parameter: forward; forward and backward.
 FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
@@ -39,11 +45,23 @@ H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35
 
 
 @checked(n_params=positive_real, tokens=positive_real, flops_per_second=positive_real, gpus=at_least(1),
-         extra_forwards=at_least(0))
-def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1) -> float:
+         extra_forwards=at_least(0), weight_gradients=flag)
+def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1, weight_gradients=True) -> float:
     """(6 + 2 e) Psi tokens / (F x gpus): forward and backward on every token, and ``extra_forwards`` = e
-    more forward passes (1: the reference model's log-probs)."""
-    return (TRAIN_FLOPS + FORWARD_FLOPS * extra_forwards) * n_params * tokens / (flops_per_second * gpus)
+    more forward passes (1: the reference model's log-probs). Without ``weight_gradients`` (a frozen base,
+    LoRA) the backward pass skips the weights' gradients, 2 Psi a token: (4 + 2 e) Psi."""
+    per_token = TRAIN_FLOPS - FORWARD_FLOPS * (not weight_gradients) + FORWARD_FLOPS * extra_forwards
+    return per_token * n_params * tokens / (flops_per_second * gpus)
+
+
+@checked(n_params=positive_real, sequences=at_least(1), group_size=at_least(1), prompt_length=at_least(0),
+         kv_bytes_per_token=at_least(0), flops_per_second=positive_real)
+def prefix_sharing_savings(n_params, sequences, group_size, prompt_length, kv_bytes_per_token, flops_per_second) -> dict:
+    """What prefilling a group's shared prompt once, not G times, saves (chapter 19): seconds of prefill,
+    2 Psi n P (1 - 1/G) / F, and bytes of KV cache, n P (1 - 1/G) kv, for n sequences in groups of G."""
+    repeated = sequences * prompt_length * (1 - 1 / group_size)              # prompt tokens processed G - 1 extra times
+    return {"prefill_seconds": FORWARD_FLOPS * n_params * repeated / flops_per_second,
+            "kv_bytes": repeated * kv_bytes_per_token}
 
 
 def _fits_one_sequence(args):

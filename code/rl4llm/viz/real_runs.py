@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..math.memory import QWEN25_1_5B, kv_bytes_per_token, memory_budget, shape_options
+from ..math.memory import QWEN25_1_5B, activation_bytes_per_token, kv_bytes_per_token, memory_budget, shape_options
 from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
 from .charts import Declared, Slider, line_chart
 from .style import PALETTE
@@ -102,8 +102,10 @@ def fits_chart(sizes, tiny: int):
                       colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["black"]], fmt=".2f")
 
 
-#: Chapter 19's batch: one prompt's group of G completions at once on a GPU, Qwen2.5-1.5B's shape.
-BATCH = {"prompts": 1, "prompt_length": 512, "logits_chunk": 1024, **shape_options(QWEN25_1_5B)}
+#: Chapter 19's batch: one prompt's group of G completions at once on a GPU, Qwen2.5-1.5B's shape and its
+#: activation bytes per layer and token (SwiGLU, grouped-query, flash attention).
+BATCH = {"prompts": 1, "prompt_length": 512, "logits_chunk": 1024, **shape_options(QWEN25_1_5B),
+         "activation_bytes": activation_bytes_per_token(QWEN25_1_5B)}
 
 
 def batch_gb(G: int, completion: int) -> list[float]:
@@ -232,7 +234,8 @@ def _oracle_batch(G, parts):
     """Qwen2.5-1.5B's group of G: activations (plain, checkpointed), fp32 logits (whole, 1024 at a time), KV."""
     def gb(T, part, **options):
         return memory_budget(QWEN25_1_5B.n_params, prompts=1, group_size=G, prompt_length=512,
-                             completion_length=int(T), **shape_options(QWEN25_1_5B), **options)[part] / 1e9
+                             completion_length=int(T), **shape_options(QWEN25_1_5B),
+                             activation_bytes=91192, **options)[part] / 1e9          # 59.37 h, derived in test_memory
     T = COMPLETION.values
     every = [[gb(t, "activations") for t in T], [gb(t, "activations", activation_checkpointing=True) for t in T],
              [gb(t, "logits") for t in T], [gb(t, "logits", logits_chunk=1024) for t in T],

@@ -1,0 +1,249 @@
+"""From the book to a real run: TRL + vLLM settings chosen by chapter 19's arithmetic (issue 33, item 5).
+
+:func:`recipe` takes a model's shape (``rl4llm.math.memory``: Qwen2.5-0.5B, 1.5B, 7B), a number of 80 GB
+GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and chooses, in this order:
+
+1. **where the trainer runs**: colocate trains on every GPU, each also running a vLLM engine that takes
+   ``vllm_gpu_memory_utilization`` of it; server gives k GPUs to ``trl vllm-serve --data-parallel-size k``
+   (at its default 0.9 of the memory) and trains on the rest, k chosen for the longest completion cap
+   that fits and then the fewest seconds per trained sequence (:func:`recipe_seconds`; so it needs 2 GPUs);
+2. **the batch**: each training GPU holds ``GROUPS_PER_GPU`` whole groups of G completions per optimizer
+   step (``per_device_train_batch_size`` x ``gradient_accumulation_steps`` = ``GROUPS_PER_GPU`` x G, which
+   TRL's own check, generation batch divisible by ``num_generations``, then passes on any number of GPUs);
+3. **the sharding** (full fine-tuning): the lowest ZeRO stage (none, 2, 3) whose state fits;
+4. ``max_completion_length`` T, the longest of ``COMPLETION_LENGTHS``, and then the micro-batch m
+   (``per_device_train_batch_size``), the largest of ``MICRO_BATCHES`` dividing the GPU's sequences, such
+   that one training GPU's bytes (``memory_budget`` with activation checkpointing, the architecture's own
+   activation bytes, the fp32 logits of m completions, no reference model since TRL's ``beta`` is 0) plus
+   the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights and
+   the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
+5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
+   transferred by width: Adam moves every weight by about the learning rate a step (chapter 15), and a
+   layer's output sums h such moves, so the same change of the function needs lr x 64 / h. LoRA takes
+   ``LORA_LR_FACTOR`` times that: a rule of thumb, not derived here.
+
+:func:`recipe_seconds` then estimates the step with ``rl4llm.math.step_time``: sampling at 60% of the
+bandwidth, training at 40% of the peak FLOP/s with two extra forward passes (the recomputation of
+checkpointing and the old log-probs TRL computes for its vLLM correction), and the weight sync. Every
+completion is assumed to run to T, so the seconds are an upper bound for the length.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._checks import at_least, checked, one_of
+from ..llm.model import GPTConfig
+from ..llm.run_reading import READING_CONFIG
+from ..math.memory import (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, SHARDING, ModelShape, activation_bytes_per_token,
+                           kv_bytes_per_token, lora_params, memory_budget, shape_options)
+from ..math.step_time import H100_SXM, generation_seconds, training_seconds, weight_sync_seconds
+
+#: The models of the recipes, with their published configs (``rl4llm.math.memory``).
+MODELS = (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B)
+#: vLLM's two modes in TRL 1.16 and the two kinds of fine-tuning.
+MODES, TUNINGS = ("colocate", "server"), ("full", "lora")
+#: The share of a vLLM server's GPU memory (``trl vllm-serve``'s default).
+SERVER_MEMORY_UTILIZATION = 0.9
+#: Share of each GPU kept free for what the count leaves out (CUDA context, allocator, vLLM's CUDA graphs): a guess.
+HEADROOM = 0.1
+#: Prompt tokens, and whole groups a training GPU holds per optimizer step.
+PROMPT_LENGTH, GROUPS_PER_GPU = 512, 4
+#: Candidate completion caps (longest first) and micro-batches (largest first).
+COMPLETION_LENGTHS, MICRO_BATCHES = (8192, 4096, 2048, 1024), (8, 4, 2, 1)
+#: LoRA's rank and scale (alpha): stated choices, the usual r = 16, alpha = 2 r.
+LORA_RANK, LORA_ALPHA = 16, 32
+#: LoRA's learning rate over full fine-tuning's: a common rule of thumb, not derived by the book.
+LORA_LR_FACTOR = 10
+#: Chapter 19's assumptions for a step's seconds (``rl4llm.viz.real_runs.RUN``'s): 40% of the peak FLOP/s,
+#: 60% of the memory bandwidth while decoding.
+UTILISATION, BANDWIDTH_EFFICIENCY = 0.4, 0.6
+#: Forward passes a step adds to forward and backward: checkpointing's recomputation, the old log-probs.
+EXTRA_FORWARDS = 2
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One configuration: the setting, what was chosen, one training GPU's bytes (``train_bytes``) and, colocated,
+    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights and the KV cache of the GPU's sequences;
+    0 in server mode, whose engine has GPUs of its own)."""
+    model: ModelShape
+    gpus: int
+    tuning: str
+    mode: str
+    group_size: int
+    sharding: str
+    completion_length: int
+    micro_batch: int
+    accumulation: int
+    vllm_memory: float
+    learning_rate: float
+    train_bytes: float
+    engine_bytes: float
+    server_gpus: int = 0
+
+    @property
+    def trainer_gpus(self) -> int:
+        return self.gpus - self.server_gpus
+
+    @property
+    def gpu_bytes(self) -> float:
+        """One training GPU's bytes: the trainer's and, colocated, the engine's share."""
+        return self.train_bytes + (self.vllm_memory * H100_SXM["memory_bytes"] if self.mode == "colocate" else 0)
+
+    @property
+    def margin(self) -> float:
+        """The share of the GPU left free: 1 - bytes / 80 GB (at least ``HEADROOM`` by construction)."""
+        return 1 - self.gpu_bytes / H100_SXM["memory_bytes"]
+
+    def trl_kwargs(self, output_dir: str) -> dict:
+        """The keyword arguments of ``trl.GRPOConfig`` (TRL 1.16) for this recipe."""
+        kwargs = {"output_dir": output_dir, "per_device_train_batch_size": self.micro_batch,
+                  "gradient_accumulation_steps": self.accumulation, "num_generations": self.group_size,
+                  "max_completion_length": self.completion_length, "learning_rate": self.learning_rate,
+                  "beta": 0.0, "bf16": True, "activation_checkpointing": True, "use_vllm": True, "vllm_mode": self.mode}
+        if self.mode == "colocate":
+            kwargs["vllm_gpu_memory_utilization"] = self.vllm_memory
+        return kwargs
+
+    def launch(self) -> str:
+        """What else a run needs: the sharding's accelerate config, the LoRA config, the vLLM server."""
+        parts = [f"accelerate launch --num_processes {self.trainer_gpus}"
+                 + (f" --config_file {self.sharding}.yaml (DeepSpeed ZeRO stage {SHARDING[self.sharding]})"
+                    if self.sharding != "none" else "")]
+        if self.tuning == "lora":
+            parts.append(f'peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")')
+        if self.mode == "server":
+            devices = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
+            parts.append(f"CUDA_VISIBLE_DEVICES={devices} trl vllm-serve --model Qwen/{self.model.name} "
+                         f"--data-parallel-size {self.server_gpus}")
+        return "; ".join(parts)
+
+
+def learning_rate(shape: ModelShape, tuning: str) -> float:
+    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h; LoRA: times ``LORA_LR_FACTOR``;
+    rounded to two significant digits."""
+    full = READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size
+    return float(f"{full * (LORA_LR_FACTOR if tuning == 'lora' else 1):.2g}")
+
+
+def _engine_bytes(shape: ModelShape, sequences: int, completion_length: int) -> float:
+    """A vLLM engine's bf16 weights and the KV cache of ``sequences`` sequences decoding at once."""
+    kv = kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim)
+    return 2 * shape.n_params + sequences * (PROMPT_LENGTH + completion_length) * kv
+
+
+def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, micro_batch, sharding) -> float:
+    adapters = {"adapter_params": lora_params(shape, LORA_RANK)} if tuning == "lora" else {}
+    budget = memory_budget(shape.n_params, reference=False, prompts=GROUPS_PER_GPU * trainer_gpus, group_size=group_size,
+                           prompt_length=PROMPT_LENGTH, completion_length=completion_length, n_gpus=trainer_gpus,
+                           sharding=sharding, activation_checkpointing=True, micro_batch=micro_batch,
+                           activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
+    return sum(v for part, v in budget.items() if part != "kv_cache")    # the engine's cache is counted apart
+
+
+@checked(gpus=at_least(1), tuning=one_of(TUNINGS), mode=one_of(MODES), group_size=at_least(2))
+def recipe(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int = 8) -> Recipe | None:
+    """The settings chosen by the module docstring's rules, or None when nothing fits (or server mode on one
+    GPU)."""
+    if mode == "colocate":
+        return _fit(shape, gpus, tuning, mode, group_size, 0)
+    fits = [r for k in range(1, gpus) if (r := _fit(shape, gpus, tuning, mode, group_size, k)) is not None]
+    return min(fits, key=lambda r: (-r.completion_length, recipe_seconds(r)["step"] / r.trainer_gpus), default=None)
+
+
+def _fit(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int, server_gpus: int) -> Recipe | None:
+    trainer_gpus = gpus - server_gpus
+    M, budget = H100_SXM["memory_bytes"], (1 - HEADROOM) * H100_SXM["memory_bytes"]
+    sequences = GROUPS_PER_GPU * group_size                              # one training GPU's sequences a step
+    stages = ("none",) if tuning == "lora" or trainer_gpus == 1 else ("none", "zero2", "zero3")
+    for sharding in stages:
+        for T in COMPLETION_LENGTHS:
+            if mode == "colocate":
+                vllm_memory = math.ceil(_engine_bytes(shape, sequences, T) / M / 0.05 - 1e-9) * 0.05
+                engine = vllm_memory * M
+            else:
+                vllm_memory, engine = SERVER_MEMORY_UTILIZATION, 0.0
+                if 2 * shape.n_params + (PROMPT_LENGTH + T) * kv_bytes_per_token(
+                        shape.n_layers, shape.n_kv_heads, shape.head_dim) > SERVER_MEMORY_UTILIZATION * M:
+                    continue
+            for m in (m for m in MICRO_BATCHES if sequences % m == 0):
+                train = _train_bytes(shape, tuning, trainer_gpus, group_size, T, m, sharding)
+                if train + engine <= budget:
+                    return Recipe(shape, gpus, tuning, mode, group_size, sharding, T, m, sequences // m,
+                                  round(vllm_memory, 2), learning_rate(shape, tuning), train,
+                                  _engine_bytes(shape, sequences, T) if mode == "colocate" else 0.0, server_gpus)
+    return None
+
+
+def recipes(group_size: int = 8, gpu_counts=(1, 8)) -> list[tuple[tuple, Recipe | None]]:
+    """Every (model, GPUs, tuning, mode) of ``MODELS``, ``gpu_counts``, ``TUNINGS`` and ``MODES``, with its recipe."""
+    return [((shape, gpus, tuning, mode), recipe(shape, gpus, tuning, mode, group_size))
+            for shape in MODELS for gpus in gpu_counts for tuning in TUNINGS for mode in MODES]
+
+
+def recipe_seconds(r: Recipe) -> dict:
+    """A step's seconds (``rl4llm.math.step_time``): ``rollout``, ``train``, ``sync`` and their sum (TRL's
+    steps are synchronous). Colocated, every GPU samples its own sequences inside the memory it gave vLLM;
+    a server's k GPUs share everybody's. The sync: a ZeRO-3 trainer gathers the weights over NVLink first; a
+    server receives them over NVLink; a colocated engine copies them within the GPU's memory."""
+    shape, psi = r.model, r.model.n_params
+    F, W, M = UTILISATION * H100_SXM["bf16_flops"], BANDWIDTH_EFFICIENCY * H100_SXM["memory_bandwidth"], \
+        H100_SXM["memory_bytes"]
+    sequences = GROUPS_PER_GPU * r.group_size
+    kv = kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim)
+    engine_sequences, engine_memory = (sequences, r.vllm_memory * M) if r.mode == "colocate" else \
+        (math.ceil(sequences * r.trainer_gpus / r.server_gpus), SERVER_MEMORY_UTILIZATION * M)
+    rollout = generation_seconds(psi, engine_sequences, PROMPT_LENGTH, r.completion_length, flops_per_second=F,
+                                 bandwidth=W, kv_bytes_per_token=kv, memory_bytes=engine_memory)
+    train = training_seconds(psi, sequences * r.trainer_gpus * (PROMPT_LENGTH + r.completion_length), F,
+                             gpus=r.trainer_gpus, extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full")
+    hops = (r.sharding == "zero3") + (r.mode == "server")
+    sync = hops * weight_sync_seconds(psi, H100_SXM["nvlink_bandwidth"]) + (r.mode == "colocate") * weight_sync_seconds(
+        psi, H100_SXM["memory_bandwidth"])
+    return {"rollout": rollout, "train": train, "sync": sync, "step": rollout + train + sync}
+
+
+#: TRL 1.16's metric for each failure signature of a large run (``_metrics`` keys of ``grpo_trainer.py``).
+SIGNATURE_METRICS = {"entropy collapse": ("entropy", "frac_reward_zero_std"),
+                     "length blow-up": ("completions/mean_length", "completions/clipped_ratio"),
+                     "mismatch spike": ("sampling/sampling_logp_difference/max", "sampling/importance_sampling_ratio/min")}
+
+
+@checked(group_size=at_least(2), completion_tokens=at_least(1), sequences=at_least(1))
+def failure_thresholds(group_size: int, completion_tokens: int, sequences: int, clip_max: float = 3.0) -> dict:
+    """The threshold a reader watches on each signature's first metric, each from a computed number:
+
+    - **entropy collapse**: G samples of a prompt are all identical with probability sum_y p(y)^G >=
+      exp(-(G - 1) H) for a completion of entropy H (Renyi's order-G entropy is at most Shannon's), and an
+      identical group is flat whatever the reward. A completion's entropy is the sum of its tokens'
+      conditional entropies (the chain rule), about T times the mean token entropy TRL logs; so once that
+      falls below ln 2 / ((G - 1) T) nats, for T tokens a completion, at least half the groups are flat.
+    - **length blow-up**: a decoding batch of n sequences lasts as long as its longest, so once a share c of
+      completions runs into ``max_completion_length``, a batch decodes to the cap with probability
+      1 - (1 - c)^n: above c = 1 - 2^(-1/n), more than half of the batches do.
+    - **mismatch spike**: TRL's vLLM correction (default mode ``sequence_mask``) gives a sequence weight 0
+      when its ratio exp(sum_t (log pi_train - log pi_vllm)) exceeds ``clip_max`` (its
+      ``vllm_importance_sampling_clip_max``, 3.0), which the log shows as
+      ``sampling/importance_sampling_ratio/min`` = 0. One token whose log-probs differ by more than
+      ln(clip_max), in the trainer's favour, masks its sequence unless the other tokens cancel it.
+    """
+    return {"entropy collapse": math.log(2) / ((group_size - 1) * completion_tokens),
+            "length blow-up": 1 - 2 ** (-1 / sequences),
+            "mismatch spike": math.log(clip_max)}
+
+
+def _grpo_trainer_source() -> str:
+    """The source of TRL 1.16's GRPO trainer, whose ``_metrics`` keys :func:`trl_metric_names` reads."""
+    import trl.trainer.grpo_trainer as grpo
+    return Path(grpo.__file__).read_text()
+
+
+def trl_metric_names() -> set[str]:
+    """Every name TRL 1.16's ``GRPOTrainer`` logs through ``self._metrics[...]``, read from its source
+    (f-string keys kept as written, e.g. ``rewards/{reward_func_name}/mean``). ``loss``, ``grad_norm`` and
+    ``learning_rate`` come from transformers' ``Trainer`` and are not among them."""
+    source = _grpo_trainer_source()
+    return set(re.findall(r'_metrics\[(?:mode|"train")\]\[f?"([^"]+)"\]', source))

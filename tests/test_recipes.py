@@ -1,0 +1,122 @@
+"""rl4llm.trl.recipes (chapter 19, "From the book to a real run"): every recipe is a config TRL 1.16's own
+``GRPOConfig`` accepts, fits its GPU by a count made here by hand, and the failure thresholds hold by an
+independent route (exact sums over random distributions, TRL's own defaults, TRL's source)."""
+import math
+import tempfile
+
+import numpy as np
+import pytest
+
+from rl4llm.math.memory import QWEN25_0_5B, QWEN25_7B, activation_bytes_per_token
+from rl4llm.math.step_time import H100_SXM, prefix_sharing_savings, training_seconds
+from rl4llm.trl import recipes as rc
+
+ALL = rc.recipes()
+FOUND = [(key, r) for key, r in ALL if r is not None]
+
+
+def test_which_settings_have_a_recipe():
+    missing = {(shape.name, gpus, tuning, mode) for (shape, gpus, tuning, mode), r in ALL if r is None}
+    # server mode needs a GPU for vLLM besides the trainer's; 7B's full state (16 bytes a parameter, 122 GB) > 80 GB
+    assert missing == {(s.name, 1, t, "server") for s in rc.MODELS for t in rc.TUNINGS} | {
+        ("Qwen2.5-7B", 1, "full", "colocate")}
+    assert 16 * QWEN25_7B.n_params > H100_SXM["memory_bytes"]
+    assert len(FOUND) == 24 - 7
+
+
+@pytest.mark.parametrize("key, r", FOUND, ids=lambda x: "-".join(map(str, (x[0].name, *x[1:]))) if isinstance(x, tuple) else "")
+def test_every_recipe_is_a_valid_trl_config_that_fits(key, r):
+    from trl import GRPOConfig
+    with tempfile.TemporaryDirectory() as tmp:
+        kwargs = r.trl_kwargs(tmp)
+        config = GRPOConfig(**kwargs, use_cpu=True)      # use_cpu: this machine refuses bf16 without a GPU
+    for name, value in kwargs.items():
+        assert getattr(config, name) == value, name
+    assert config.generation_batch_size % config.num_generations == 0
+    assert r.micro_batch * r.accumulation == rc.GROUPS_PER_GPU * r.group_size
+    assert r.gpu_bytes <= (1 - rc.HEADROOM) * H100_SXM["memory_bytes"] and r.margin >= rc.HEADROOM - 1e-12
+    if r.mode == "colocate":                           # vLLM's share holds its weights and the GPU's caches
+        assert r.engine_bytes <= r.vllm_memory * H100_SXM["memory_bytes"] < r.engine_bytes + 0.05 * 80e9
+    assert config.vllm_importance_sampling_correction and config.beta == 0.0
+    assert "accelerate launch" in r.launch()
+
+
+def test_a_recipe_recounted_by_hand():
+    """Qwen2.5-0.5B, full fine-tuning, one GPU: 16 bytes a parameter (no reference at beta = 0), checkpointed
+    activations (2 h L + a) m S, fp32 logits 4 m T V, and vLLM's 0.1 of the GPU."""
+    r = rc.recipe(QWEN25_0_5B, 1, "full", "colocate")
+    s, h, L = rc.PROMPT_LENGTH + r.completion_length, QWEN25_0_5B.hidden_size, QWEN25_0_5B.n_layers
+    a = activation_bytes_per_token(QWEN25_0_5B)
+    by_hand = (16 * QWEN25_0_5B.n_params + (2 * h * L + a) * r.micro_batch * s
+               + 4 * r.micro_batch * r.completion_length * QWEN25_0_5B.vocab_size)
+    assert r.train_bytes == pytest.approx(by_hand)
+    engine = 2 * QWEN25_0_5B.n_params + 32 * s * (2 * 24 * 2 * 64 * 2)
+    assert r.engine_bytes == pytest.approx(engine) and r.vllm_memory == 0.1
+    # the longer cap or the larger micro-batch would not be chosen over these: T is the longest candidate
+    assert (r.completion_length, r.micro_batch, r.accumulation) == (8192, 8, 4)
+
+
+def test_learning_rate_transfers_by_width():
+    assert rc.learning_rate(QWEN25_7B, "full") == pytest.approx(3e-4 * 64 / 3584, rel=0.01) == 5.4e-6
+    assert rc.learning_rate(QWEN25_7B, "lora") == pytest.approx(10 * 3e-4 * 64 / 3584, rel=0.01)
+
+
+def test_lora_training_skips_the_weight_gradients():
+    assert training_seconds(1e9, 100, 1e12, extra_forwards=0, weight_gradients=False) == pytest.approx(4e-1)
+    assert training_seconds(1e9, 100, 1e12, extra_forwards=2) == pytest.approx(1.0)
+
+
+def test_prefix_sharing_by_counting_the_groups():
+    """64 prompts x G = 8: the prompts' 512 tokens are prefilled 64 times, not 512 times."""
+    saved = prefix_sharing_savings(7e9, 512, 8, 512, 57344, 4e14)
+    assert saved["kv_bytes"] == (512 - 64) * 512 * 57344
+    assert saved["prefill_seconds"] == pytest.approx(2 * 7e9 * (512 - 64) * 512 / 4e14)
+
+
+# ----------------------------------------------------------------------------- failure signatures
+def test_entropy_threshold_bounds_the_flat_groups():
+    """sum_y p(y)^G >= exp(-(G - 1) H) on random distributions (exactly), and at the threshold H = ln 2 /
+    ((G - 1) T) a completion of T tokens has entropy ln 2 / (G - 1): at least half the groups are identical."""
+    rng = np.random.default_rng(0)
+    for G in (2, 4, 8, 16):
+        for _ in range(200):
+            p = rng.dirichlet(rng.uniform(0.05, 2, size=rng.integers(2, 50)))
+            H = -(p * np.log(p)).sum()
+            assert (p ** G).sum() >= math.exp(-(G - 1) * H) - 1e-12
+    h = rc.failure_thresholds(8, 4096, 32)["entropy collapse"]
+    assert math.exp(-(8 - 1) * h * 4096) == pytest.approx(0.5)
+
+
+def test_length_threshold_and_mismatch_threshold():
+    c = rc.failure_thresholds(8, 4096, 32)["length blow-up"]
+    assert 1 - (1 - c) ** 32 == pytest.approx(0.5)
+    rng = np.random.default_rng(1)                     # Monte Carlo: half the batches of 32 hold a clipped one
+    hit = (rng.random((20000, 32)) < c).any(axis=1).mean()
+    assert abs(hit - 0.5) < 4 * math.sqrt(0.25 / 20000)
+    from trl import GRPOConfig
+    with tempfile.TemporaryDirectory() as tmp:
+        clip_max = GRPOConfig(output_dir=tmp, use_cpu=True).vllm_importance_sampling_clip_max
+    assert rc.failure_thresholds(8, 4096, 32, clip_max)["mismatch spike"] == pytest.approx(math.log(3))
+
+
+def test_signature_metrics_are_trl_names_and_the_books_own_names():
+    from rl4llm.llm.trainer import GRPOTrainer
+    trl_names = rc.trl_metric_names()
+    assert {m for pair in rc.SIGNATURE_METRICS.values() for m in pair} <= trl_names
+    assert {"num_tokens", "step_time", "rewards/{reward_func_name}/mean", "completions/mean_terminated_length",
+            "kl"} <= trl_names
+    # what the book's trainer logs that TRL's _metrics do not: loss, grad_norm, learning_rate come from
+    # transformers' Trainer; step, ratio, tokens and seconds are the book's own
+    assert set(GRPOTrainer.METRICS) - trl_names == {"step", "ratio", "tokens", "seconds", "loss", "grad_norm",
+                                                    "learning_rate"}
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="mode"):
+        rc.recipe(QWEN25_0_5B, 1, "full", "remote")
+    with pytest.raises(ValueError, match="tuning"):
+        rc.recipe(QWEN25_0_5B, 1, "qlora", "colocate")
+    with pytest.raises(ValueError, match="gpus"):
+        rc.recipe(QWEN25_0_5B, 0, "full", "colocate")
+    with pytest.raises(ValueError, match="group_size"):
+        rc.failure_thresholds(1, 10, 10)
