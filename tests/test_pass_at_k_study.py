@@ -121,3 +121,25 @@ def test_validation(task, warm):
         right_counts(warm, task, task.eval_pairs[:2], 0, seed=0)
     with pytest.raises(ValueError, match="temperature"):
         exact_pass_rates(warm, task, task.eval_pairs[:2], temperature=0.0)
+
+
+def test_the_figure_draws_each_policys_sampled_curve_with_a_band_and_its_exact_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rl4llm.viz.sequence_ratios import draw_pass_at_k_over_prompts
+
+    ks, far = np.array([1, 2, 4]), np.array([1, 2, 4, 8])
+    estimates = {"a": np.array([[[0.1, 0.2, 0.3], [0.01] * 3], [[0.12, 0.22, 0.32], [0.01] * 3]]),
+                 "b": np.array([[[0.2, 0.3, 0.35], [0.02] * 3], [[0.2, 0.3, 0.35], [0.02] * 3]])}
+    exact = {"a": np.array([[0.1, 0.2, 0.3, 0.4]] * 2), "b": np.array([[0.2, 0.3, 0.35, 0.38]] * 2)}
+    fig, ax = plt.subplots()
+    draw_pass_at_k_over_prompts(ax, ks, estimates, far, exact)
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["a, from samples (± 2 SE)", "a, exact", "b, from samples (± 2 SE)",
+                                                    "b, exact"]
+    assert np.allclose(lines[0].get_ydata(), [0.11, 0.21, 0.31]) and np.allclose(lines[3].get_ydata(), exact["b"][0])
+    assert len(ax.collections) == 2 and ax.get_xscale() == "log" and ax.get_xlabel() and ax.get_ylabel()
+    plt.close(fig)
