@@ -73,7 +73,7 @@ _LAZY = {
                         "two_step_sequences"),
     "studies.dynamic_sampling": ("draws_per_kept_group", "dynamic_sampling_exact", "dynamic_sampling_run",
                          "flat_probability", "groups_drawn_per_kept_group"),
-    "math.pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean"),
+    "math.pass_at_k": ("pass_at_k", "pass_at_k_estimate", "pass_at_k_estimate_mean", "pass_at_k_over_prompts"),
     # Part V: when the sampler is not the trainer (chapter 20)
     "llm.rollout_correction": ("IMPORTANCE_SAMPLING_MODES", "importance_weights", "off_policy_mask", "sampler_gap"),
     "llm.rollout_engine": ("RolloutEngine",),

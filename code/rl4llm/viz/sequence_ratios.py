@@ -17,6 +17,7 @@ from ..studies.dynamic_sampling import draws_per_kept_group
 from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences,
                                        reweighted_moments)
 from .charts import Declared, Slider, bar_chart, grid, line_chart
+from .style import LINE_COLORS
 
 
 #: The digit chain's length (every value that enumerates) and how many exact steps pi is ahead of pi_old.
@@ -131,3 +132,24 @@ CHARTS = (
              lambda t: (PASS_KS, [[pass_at_k(p[:, t], k).mean() for k in PASS_KS] for p in pass_curves().values()]),
              [Slider("t", "training step", 0, 8, 1, 8, fmt="d")]),
 )
+
+
+def draw_pass_at_k_over_prompts(ax, ks, estimates: dict, exact_ks, exact: dict) -> None:
+    """pass@k of a prompt set against k (log x) for each policy (chapter 18): ``estimates`` maps a name to an
+    array (draws, 2, len(ks)) of (mean, standard error over prompts) from n samples per prompt, one row per
+    seed or draw, drawn as the mean over rows with a band of +- 2 standard errors (the rows' spread and the
+    prompts' SE combined); ``exact`` maps the same names to (rows, len(exact_ks)) exact values, their mean
+    dashed, to k far beyond n."""
+    for colour, (name, rows) in zip(LINE_COLORS, estimates.items()):
+        mean = rows[:, 0].mean(axis=0)
+        spread = rows[:, 0].std(axis=0, ddof=1) / np.sqrt(len(rows))
+        band = 2 * np.sqrt(spread ** 2 + (rows[:, 1] ** 2).mean(axis=0) / len(rows))
+        ax.plot(ks, mean, color=colour, marker="o", markersize=3, label=f"{name}, from samples (± 2 SE)")
+        ax.fill_between(ks, mean - band, mean + band, color=colour, alpha=0.25)
+        ax.plot(exact_ks, exact[name].mean(axis=0), color=colour, linestyle="--", linewidth=1,
+                label=f"{name}, exact")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k (answers drawn per prompt)")
+    ax.set_ylabel("pass@k, mean over held-out prompts")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="lower right")
