@@ -237,6 +237,27 @@ def test_ch21_band_stretches_are_printed():
             "steps 12-30 REINFORCE + baseline") in _stored(CH21, "adf0ded3")
 
 
+def test_ch21_knob_table_names_the_books_and_trls_knobs():
+    """Chapter 21's table of chapters 15-20: every book knob is a GRPOConfig field or a key of the knob
+    mapping, every TRL field is one the mapping (or the sampler's, with AsyncGRPOConfig's) names, and each
+    row links its chapter's notebook."""
+    import dataclasses
+    from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl.knobs import KNOBS, SAMPLER_KNOBS
+    book_knobs = set(KNOBS) | {f.name for f in dataclasses.fields(GRPOConfig)}
+    trl_fields = {field for field, _ in KNOBS.values() if field} | {f for pair in SAMPLER_KNOBS.values() for f in pair if f}
+    prose = _prose(CH21)
+    table = prose[prose.index("| chapter | what it adds to GRPO |"):]
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), table.splitlines()[2:]))
+    assert [re.match(r"\| \[(\d+)\]\((\d+)_", row).groups() for row in rows] == [(str(n), str(n)) for n in range(15, 21)]
+    for row in rows:
+        _, _, _, knobs, fields, _ = row.split("|")
+        assert set(re.findall(r"`([^`]+)`", knobs)) <= book_knobs, row
+        assert set(re.findall(r"`([^`]+)`", fields)) <= trl_fields, row
+        for chapter in re.findall(r"\]\((\d+_\w+\.ipynb)\)", row):
+            assert (BOOK / chapter).exists(), chapter
+
+
 @pytest.mark.parametrize("path, cell_id, header", [
     (CH21, "300409b8", "| method | runs | step 5 | 10-90% | step 30 | 10-90% |"),
     (CH21, "5f0c1a02", "| ahead | behind | diff. | floor | verdict |"),

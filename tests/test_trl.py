@@ -18,8 +18,9 @@ from rl4llm.llm.ratios import ImportanceRatio
 from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import CharTokenizer
 from rl4llm.llm.trainer import CLIP_METRICS, GRPOConfig
-from rl4llm.trl.adapters import char_tokenizer_for_transformers, trl_policy
-from rl4llm.trl.knobs import FIXED, KNOBS, knob_table, trl_config_kwargs, trl_defaults
+from rl4llm.trl.adapters import char_tokenizer_for_transformers, quiet, trl_policy
+from rl4llm.trl.knobs import (FIXED, KNOBS, SAMPLER_KNOBS, knob_table, sampler_knob_table, trl_config_kwargs,
+                              trl_defaults)
 from rl4llm.trl.parity import TRL_LOSS_TYPES, compare_losses, loss_batch
 
 trl = pytest.importorskip("trl")
@@ -117,6 +118,21 @@ def test_trl_116_defaults_the_chapter_warns_about():
                       "lr_scheduler_type", "max_completion_length", "use_cpu"])
     assert d == {"learning_rate": 1e-6, "bf16": True, "activation_checkpointing": True, "use_bias_correction_kl": True,
                  "loss_type": "dapo", "lr_scheduler_type": "linear", "max_completion_length": 512, "use_cpu": False}
+
+
+def test_the_sampler_knob_table_reads_both_trainers_defaults():
+    rows = {row["knob"]: row for row in sampler_knob_table()}
+    assert list(rows) == list(SAMPLER_KNOBS)
+    for knob, (field, async_field) in SAMPLER_KNOBS.items():     # the book's chapter-16 mapping says the same
+        assert KNOBS.get(knob, (field,))[0] == field and rows[knob]["trl_field"] == field
+    assert rows["RolloutEngineSampler.staleness"]["async_default"] == 4
+    assert rows["RolloutEngineSampler.mode"]["trl_default"] == rows["RolloutEngineSampler.mode"]["book"] == "sequence_mask"
+    assert rows["RolloutEngineSampler.clip_max"]["trl_default"] == 3.0
+    with quiet():
+        from trl.experimental.async_grpo import AsyncGRPOConfig
+    assert not any("importance" in f.name or "off_policy" in f.name for f in dataclasses.fields(AsyncGRPOConfig))
+    with pytest.raises(ValueError, match="sampler"):
+        sampler_knob_table("bfloat16")
 
 
 def test_knob_table_rows_agree_with_the_mapping():

@@ -5,7 +5,10 @@ by staleness, what TRL's corrections do to the weights, and a model of those wei
 trainer's policy rescore it; :func:`staleness_gaps` trains a synchronous run while engines k updates behind
 follow it, then measures each; :func:`gap_summary` and :func:`weight_summary` reduce a batch to the numbers
 the chapter prints. :func:`lognormal_weight_moments` is the closed form behind the chapter's chart: if the
-log-ratio of a weight is normal, what the cap does to its mean and variance.
+log-ratio of a weight is normal, what the cap does to its mean and variance. :func:`async_clip_view` reads a
+stale batch as TRL's ``AsyncGRPOTrainer`` does, with the generator's log-probs in the ratio's denominator;
+:func:`bf16_gap_by_size` measures how a bf16 engine's gap grows with the model's depth and width and the
+sequence's length.
 """
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ import math
 import numpy as np
 import torch
 
-from .._checks import checked, in_range, one_of
-from .model import GPT, completion_logprobs, sample
+from .._checks import at_least, checked, in_range, one_of
+from .model import GPT, GPTConfig, completion_logprobs, sample
 from .rollout_correction import IMPORTANCE_SAMPLING_MODES, importance_weights, sampler_gap
-from .rollout_engine import RolloutEngine
+from .rollout_engine import EngineModel, RolloutEngine
 from .tasks import MAX_COMPLETION_LEN, AdditionTask
 from .trainer import GRPOConfig, GRPOTrainer, torch_threads
 
@@ -110,3 +113,45 @@ def lognormal_weight_moments(log_std: float, cap: float, rule: str) -> tuple[flo
     if rule == "truncate":
         first, second = first + cap * above, second + cap ** 2 * above
     return first, second - first ** 2
+
+
+@checked(eps_low=in_range(0.0, 1.0, low_open=True, high_open=True),
+         eps_high=in_range(0.0, math.inf, low_open=True, high_open=True))
+def async_clip_view(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor, *,
+                    eps_low: float = 0.2, eps_high: float = 0.2) -> dict:
+    """The clip's view of a batch drawn by a sampler, as TRL 1.16's ``AsyncGRPOTrainer`` computes it
+    (chapter 20). That trainer does not rescore: the denominator of its ratio is the generator's
+    log-prob, and it takes one step on each sample, so with ``trainer_logp`` the policy's log-probs at
+    that step, rho_t = exp(log pi_theta - log pi_samp) = e^{d_t}. (``GRPOTrainer`` rescores, so its
+    rho_t is exactly 1 at the first inner step.) Over completion tokens: ``ratio``, the mean rho, and
+    ``kl``, the mean of (rho - 1) - ln rho (what ``AsyncGRPOTrainer`` logs as ``ratio`` and ``kl``; the
+    second is the k3 estimate of KL(pi_samp || pi_theta)); ``below`` and ``above``, the shares with
+    rho < 1 - eps_low and rho > 1 + eps_high, where the clip holds the term at its bound (and takes
+    its gradient away when the advantage pushes rho further out; TRL's ``clip_ratio/low_mean`` and
+    ``high_mean`` count only those, A < 0 below and A > 0 above)."""
+    rho = torch.exp(sampler_gap(trainer_logp, sampler_logp, mask))[mask > 0]
+    return {"ratio": float(rho.mean()), "kl": float((rho - 1 - rho.log()).mean()),
+            "below": float((rho < 1 - eps_low).float().mean()), "above": float((rho > 1 + eps_high).float().mean())}
+
+
+@checked(n_layer=at_least(1), n_embd=at_least(4), length=at_least(2), n_seq=at_least(2), vocab_size=at_least(2))
+def bf16_gap_by_size(n_layer: int, n_embd: int, length: int, *, n_seq: int = 16, vocab_size: int = 64,
+                     seed: int = 0) -> dict:
+    """How far a bf16 engine's log-probs are from fp32's on a tiny GPT of random weights (chapter 20).
+
+    A :class:`~rl4llm.llm.model.GPT` of ``n_layer`` layers, width ``n_embd`` (4 heads) and chapter 15's
+    initialisation (``torch.manual_seed(seed)``) reads ``n_seq`` sequences of ``length`` random tokens;
+    each position's next token is scored in fp32 and by the bf16 engine
+    (:class:`~rl4llm.llm.rollout_engine.EngineModel`), d = log p_fp32 - log p_bf16. Returns ``token``,
+    the mean |d| over the ``length - 1`` scored positions of every sequence, and ``sequence``, the
+    std over sequences of their summed d (the log of a sequence's ratio).
+    """
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=vocab_size, block_size=length, n_layer=n_layer, n_head=4, n_embd=n_embd))
+    engine = EngineModel(model, "bfloat16")
+    tokens = torch.randint(vocab_size, (n_seq, length))
+    with torch.no_grad():
+        d = torch.stack([torch.log_softmax(m(tokens[:, :-1])[0], dim=-1).gather(2, tokens[:, 1:, None])[..., 0]
+                         for m in (model, engine)])
+    gap = d[0] - d[1]                                                       # (n_seq, length - 1)
+    return {"token": float(gap.abs().mean()), "sequence": float(gap.sum(dim=1).std())}

@@ -272,3 +272,43 @@ def adam_step_with_trl_advantages(model: GPT, task: AdditionTask, config: GRPOCo
                                            for k, p in trainer.policy.named_parameters())))
     G = config.group_size
     return {**moved, "ratio": moved["trl"] / moved["book"], "advantage_ratio": math.sqrt((G - 1) / G)}
+
+
+# ---- chapter 20: the sampler's knobs beside TRL's two trainers ---------------------------------------
+#: Chapter 20's knobs -> (``trl.GRPOConfig`` field, ``trl.experimental.async_grpo.AsyncGRPOConfig`` field),
+#: None where that trainer has none. ``GRPOTrainer`` rescores the engine's tokens and weights them;
+#: ``AsyncGRPOTrainer`` drops samples over ``max_staleness`` versions old and clips the ratio to the engine's.
+SAMPLER_KNOBS = {
+    "RolloutEngineSampler.precision": (None, None),
+    "RolloutEngineSampler.staleness": (None, "max_staleness"),
+    "RolloutEngineSampler.correction": ("vllm_importance_sampling_correction", None),
+    "RolloutEngineSampler.mode": ("vllm_importance_sampling_mode", None),
+    "RolloutEngineSampler.clip_max": ("vllm_importance_sampling_clip_max", None),
+    "RolloutEngineSampler.clip_min": ("vllm_importance_sampling_clip_min", None),
+    "Sampler.off_policy_mask_threshold": ("off_policy_mask_threshold", None),
+    "eps_low": ("epsilon", "epsilon"),
+    "eps_high": ("epsilon_high", "epsilon_high"),
+}
+
+
+@checked(sampler=instance_of(Sampler))
+def sampler_knob_table(sampler: Sampler = RolloutEngineSampler()) -> list[dict]:
+    """Chapter 20's knobs beside TRL 1.16's ``GRPOTrainer`` and ``AsyncGRPOTrainer`` (:data:`SAMPLER_KNOBS`).
+
+    One row per knob: ``knob``, ``book`` (its value in ``sampler`` or in a default
+    :class:`~rl4llm.llm.trainer.GRPOConfig`), ``trl_field`` and ``trl_default`` (``trl.GRPOConfig``'s, by
+    :func:`trl_defaults`), ``async_field`` and ``async_default`` (``AsyncGRPOConfig``'s declared default;
+    that class is only read, not built, so no vLLM server is needed). None where a trainer has no field.
+    """
+    from dataclasses import fields as dataclass_fields
+
+    with quiet():                            # TRL warns on every import from trl.experimental
+        from trl.experimental.async_grpo import AsyncGRPOConfig
+
+    async_defaults = {f.name: f.default for f in dataclass_fields(AsyncGRPOConfig)}
+    defaults = trl_defaults([field for field, _ in SAMPLER_KNOBS.values() if field])
+    strategies = (KLInLoss(), ImportanceRatio(), sampler)
+    return [{"knob": knob, "book": _book_value(knob, GRPOConfig(), strategies), "trl_field": field,
+             "trl_default": defaults[field] if field else None, "async_field": async_field,
+             "async_default": async_defaults[async_field] if async_field else None}
+            for knob, (field, async_field) in SAMPLER_KNOBS.items()]
