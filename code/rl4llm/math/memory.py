@@ -137,15 +137,20 @@ def parameter_count(shape: ModelShape) -> dict[str, int]:
             "other": biases + (2 * L + 1) * h}
 
 
-@checked(rank=at_least(1))
+def _targets_are_linear_layers(args):
+    """Relation: every LoRA target is a linear layer of the shape (:func:`linear_shapes`)."""
+    shapes = linear_shapes(args["shape"])
+    unknown = set(args["targets"]) - set(shapes)
+    if unknown:
+        raise ValueError(f"targets must be linear layers of the shape, {sorted(shapes)}, got {sorted(unknown)}")
+
+
+@checked(_targets_are_linear_layers, rank=at_least(1))
 def lora_params(shape: ModelShape, rank: int, targets=LINEAR_MODULES) -> int:
     """LoRA's trainable parameters: r (d_in + d_out) for each adapted matrix (B is d_out x r, A is r x d_in),
     for the ``targets`` of every layer (Hu et al. 2021). Default: every linear layer (PEFT's "all-linear",
     which leaves the output embedding out)."""
     shapes = linear_shapes(shape)
-    unknown = set(targets) - set(shapes)
-    if unknown:
-        raise ValueError(f"targets must be linear layers of the shape, {sorted(shapes)}, got {sorted(unknown)}")
     return shape.n_layers * sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets)
 
 
@@ -193,7 +198,14 @@ def kv_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int, precision:
     return _kv_bytes(n_layers, n_kv_heads, head_dim, PRECISION_BYTES[precision])
 
 
-@checked(n_params=positive_real, weights=_precision, gradients=_precision, master_weights=flag,
+def _quantized_at_most_all(args):
+    """Relation: the NF4-quantized parameters (QLoRA) are at most all of them."""
+    if args["quantized_params"] > args["n_params"]:
+        raise ValueError(f"quantized_params must be at most n_params ({args['n_params']:.4g}), "
+                         f"got {args['quantized_params']}")
+
+
+@checked(_quantized_at_most_all, n_params=positive_real, weights=_precision, gradients=_precision, master_weights=flag,
          optimizer=one_of(tuple(OPTIMIZER_STATES), " (optimizers)"), optimizer_precision=_precision, reference=flag,
          reference_precision=_precision, prompts=at_least(0), group_size=at_least(1), prompt_length=at_least(0),
          completion_length=at_least(0), vocab_size=at_least(0), hidden_size=at_least(0), n_layers=at_least(0),
@@ -219,8 +231,6 @@ def memory_budget(n_params, *, weights="bf16", gradients="bf16", master_weights=
     (default 34 ``hidden_size``; :func:`activation_bytes_per_token` for an architecture). With
     ``adapter_params`` the run is LoRA's (``quantized_params`` of the frozen base in NF4: QLoRA).
     """
-    if quantized_params > n_params:
-        raise ValueError(f"quantized_params must be at most n_params ({n_params:.4g}), got {quantized_params}")
     psi, G, gpus = n_params, group_size, n_gpus
     bytes_of = {"weights": PRECISION_BYTES[weights], "gradients": PRECISION_BYTES[gradients],
                 "optimizer_precision": PRECISION_BYTES[optimizer_precision],
