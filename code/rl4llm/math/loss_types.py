@@ -11,6 +11,11 @@ this registry. With l_it the per-token loss, m_it the completion mask, B rows an
 - ``"bnpo"``, ``"dapo"``: sum_it m_it l_it / sum_it m_it      (one mean over all tokens)
 - ``"dr_grpo"``: sum_it m_it l_it / (B L)                     (a constant normaliser)
 - ``"cispo"``: DAPO's token mean of CISPO's per-token objective (chapter 18; TRL 1.16's ``loss_type="cispo"``)
+- ``"sapo"``: ``"grpo"``'s mean per sequence of SAPO's soft gate (chapter 17)
+- ``"luspo"``: (1/B) sum_i sum_t m_it l_it                   (each answer's token sum, then the mean over answers:
+  LUSPO, *Length-Unbiased Sequence Policy Optimization*, arXiv 2602.05261, TRL 1.16's ``loss_type="luspo"``,
+  meant for GSPO's sequence ratio, where it is GSPO's sequence loss times the answer's length; chapter 17)
+- ``"vespo"``: DAPO's token mean of VESPO's gamma-weighted per-token objective (chapter 17)
 
 ``"bnpo"`` and ``"dapo"`` differ only across processes: under data parallelism TRL 1.16 divides
 ``"dapo"``'s per-process token sum by the whole batch's token count over P (gathered from every
@@ -22,7 +27,7 @@ live beside the loss in ``llm/``, so that this registry stays numpy). ``aggregat
 written with the methods numpy arrays and torch tensors share (``sum(axis=...)``, ``clip(min=...)``,
 ``mean()``), so one function serves the loss (tensors) and the numpy layers. ``token_weight`` is the
 exact weight -d loss / d logp_it that the loss puts on every token of answer i at rho = 1 (for
-``"cispo"``, with a cap eps_high >= 1, as TRL's 5), a numpy
+``"cispo"``, with a cap eps_high >= 1, as TRL's 5; SAPO's gate and VESPO's weight are 1 there), a numpy
 function of the advantages, the lengths (tokens per answer) and L, batches on the last axis: the
 studies of chapter 17 read it, and ``tests/test_loss_types.py`` checks it against autograd through
 ``grpo_loss``. Adding a loss type is one :func:`register_loss_type` call with all three, plus its test.
@@ -71,6 +76,16 @@ def token_mean_weight(advantages, lengths, max_completion_length=None):
     return advantages / lengths.sum(axis=-1, keepdims=True).clip(min=1)
 
 
+def sequence_sum(masked, mask, max_completion_length=None):
+    """Each row's sum over its own tokens, then the mean over rows (LUSPO): a long answer weighs more."""
+    return masked.sum(axis=1).mean()
+
+
+def sequence_sum_weight(advantages, lengths, max_completion_length=None):
+    """``sequence_sum``'s weight at rho = 1: A_i / B on every token, whatever the lengths."""
+    return advantages / lengths.shape[-1]
+
+
 def constant_normaliser(masked, mask, max_completion_length):
     """The token sum over B * max_completion_length, whatever the lengths (Dr. GRPO)."""
     return masked.sum() / (masked.shape[0] * max_completion_length)
@@ -110,5 +125,8 @@ for _entry in (LossType("grpo", sequence_mean, sequence_mean_weight),
                LossType("dapo", token_mean, token_mean_weight, gathered_tokens=True),
                LossType("dr_grpo", constant_normaliser, constant_normaliser_weight,
                         needs_max_completion_length=True),
-               LossType("cispo", token_mean, token_mean_weight, objective="cispo", gathered_tokens=True)):
+               LossType("cispo", token_mean, token_mean_weight, objective="cispo", gathered_tokens=True),
+               LossType("sapo", sequence_mean, sequence_mean_weight, objective="sapo"),
+               LossType("luspo", sequence_sum, sequence_sum_weight),
+               LossType("vespo", token_mean, token_mean_weight, objective="vespo", gathered_tokens=True)):
     register_loss_type(_entry)
