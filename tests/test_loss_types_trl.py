@@ -112,3 +112,31 @@ def test_the_soft_objectives_act_off_policy():
     vespo = grpo_loss(logp, old, advantages, mask, loss_type="vespo")[1]
     assert abs(vespo["phi_seq_mean"] - 1) > 0.05
     assert grpo_loss(logp, old, advantages, mask, loss_type="dapo", eps_high=0.28)[1]["clip_fraction"] > 0.05
+
+
+def test_our_soft_knobs_are_trls_defaults(tmp_path):
+    """grpo_loss's SAPO and VESPO defaults are TRL 1.16's GRPOConfig defaults, so a config that names only the
+    loss type runs the same loss on both sides."""
+    import trl
+    args = trl.GRPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    assert {name: getattr(args, name) for name in SOFT_KNOBS} == SOFT_KNOBS
+
+
+@pytest.mark.parametrize("loss_type", ["sapo", "luspo", "vespo"])
+def test_the_trainer_and_trls_config_reach_the_new_loss_types_by_name(loss_type, tmp_path):
+    """GRPOConfig(loss_type=...) validates against the registry, the book's trainer takes a step with it, and
+    trl_config_kwargs hands TRL a config it accepts (LUSPO with GSPO's sequence ratio, as TRL asks)."""
+    import numpy as np
+    import trl
+    from rl4llm.llm.model import GPT, GPTConfig
+    from rl4llm.llm.ratios import ImportanceRatio
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
+    from rl4llm.trl.knobs import trl_config_kwargs
+
+    config = GRPOConfig(steps=1, prompts_per_step=2, group_size=2, loss_type=loss_type, log_kl=False, device="cpu")
+    row = GRPOTrainer(GPT(GPTConfig()), AdditionTask(seed=0), config).step()
+    assert row["step"] == 1 and np.isfinite(row["loss"])
+    ratio = ImportanceRatio(level="sequence" if loss_type == "luspo" else "token")
+    args = trl.GRPOConfig(**trl_config_kwargs(config, ratio=ratio), output_dir=str(tmp_path), report_to="none")
+    assert args.loss_type == loss_type and args.importance_sampling_level == ratio.level

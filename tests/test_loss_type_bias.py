@@ -1,0 +1,60 @@
+"""Every loss type's exact expected update on the toys (rl4llm.llm.loss_type_bias): on-policy it is the
+registry's weight route (estimator_bias), off-policy without a binding clip it is importance sampling's
+unbiased estimate, and chapter 17's numbers."""
+import numpy as np
+import pytest
+
+from rl4llm.llm.loss_type_bias import LOSS_SETTINGS, loss_type_moments, toy_policies
+from rl4llm.math.loss_types import LOSS_TYPES
+from rl4llm.studies.estimator_bias import advantages, estimator_moments, one_step_task, two_step_task
+
+
+def rloo(r):
+    return advantages(r[None], None, "rloo")[0]
+
+
+@pytest.mark.parametrize("loss_type", list(LOSS_TYPES))
+def test_on_policy_it_is_the_registrys_weight_on_both_toys(loss_type):
+    """Two independent routes: autograd through grpo_loss per group, and the registry's token_weight."""
+    for toy, task in (("one_step", one_step_task()), ("two_step", two_step_task())):
+        ours = loss_type_moments(toy, 3, loss_type, advantage=rloo)
+        theirs = estimator_moments(task, 3, "rloo", loss_type)
+        np.testing.assert_allclose(ours["mean"], theirs["mean"], atol=1e-14)
+        assert ours["variance"] == pytest.approx(theirs["variance"], rel=1e-12)
+        np.testing.assert_allclose(ours["gradient"], task.gradient, atol=1e-14)   # autograd's grad J, too
+
+
+def test_on_policy_the_new_types_are_old_ones():
+    """At rho = 1 SAPO's gate and GSPO's ratio give grpo's update, VESPO's weight dapo's, LUSPO L_max times
+    dr_grpo's (its scale: 3 on the two-step toy)."""
+    m = {label: loss_type_moments("two_step", 3, t, level, advantage=rloo) for label, (t, level) in LOSS_SETTINGS.items()}
+    for new, old in (("sapo", "grpo"), ("gspo", "grpo"), ("vespo", "dapo"), ("cispo", "dapo"), ("bnpo", "dapo")):
+        np.testing.assert_allclose(m[new]["mean"], m[old]["mean"], atol=1e-14)
+    np.testing.assert_allclose(m["luspo"]["mean"], 3 * m["dr_grpo"]["mean"], atol=1e-14)
+    assert m["dr_grpo"]["relative_bias"] < 1e-12 and m["luspo"]["angle"] < 1e-5
+
+
+def test_ahead_without_a_binding_clip_it_is_unbiased_importance_sampling():
+    """One-token answers, pi ahead of pi_old, leave-one-out advantages: E_old[rho (r - b) grad ln pi] = grad J(pi)
+    exactly, since b does not depend on the answer and E_old[rho grad ln pi] = 0. A clip or cap too wide to bind
+    leaves it so; the clip at 0.2 binds at lead 2 and biases it."""
+    policies = toy_policies("one_step", 2.0)
+    assert (policies["probs"] / policies["probs_old"]).max() > 1.2
+    wide = loss_type_moments("one_step", 4, "dapo", lead=2.0, advantage=rloo, eps_low=0.99, eps_high=0.99)
+    capped = loss_type_moments("one_step", 4, "cispo", lead=2.0, advantage=rloo, eps_high=10.0)
+    clipped = loss_type_moments("one_step", 4, "dapo", lead=2.0, advantage=rloo)
+    assert wide["relative_bias"] < 1e-12 and capped["relative_bias"] < 1e-12
+    assert clipped["relative_bias"] > 0.1
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="toy must be one of"):
+        loss_type_moments("three_step")
+    with pytest.raises(ValueError, match="loss_type must be one of"):
+        loss_type_moments("two_step", 3, "ppo")
+    with pytest.raises(ValueError, match="G must be"):
+        loss_type_moments("two_step", 1)
+    with pytest.raises(ValueError, match="lead must be"):
+        loss_type_moments("two_step", 3, lead=-1.0)
+    with pytest.raises(ValueError, match="advantage must be a function"):
+        loss_type_moments("two_step", 3, advantage="rloo")
