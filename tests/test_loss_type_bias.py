@@ -58,3 +58,29 @@ def test_validation():
         loss_type_moments("two_step", 3, lead=-1.0)
     with pytest.raises(ValueError, match="advantage must be a function"):
         loss_type_moments("two_step", 3, advantage="rloo")
+
+
+def test_chapter_17s_numbers_ahead_of_the_sampler():
+    """The two-step toy, G = 4, RLOO, pi one exact ascent step of size 2 ahead: the clipped types turn by 35 to
+    41 degrees and keep a quarter to a third of the step; CISPO, SAPO, GSPO, LUSPO and VESPO stay within 5."""
+    m = {label: loss_type_moments("two_step", 4, t, level, 2.0, advantage=rloo) for label, (t, level) in LOSS_SETTINGS.items()}
+    angles = {label: round(v["angle"], 2) for label, v in m.items()}
+    assert angles == {"grpo": 34.86, "bnpo": 39.49, "dapo": 39.49, "dr_grpo": 41.47, "cispo": 3.82, "sapo": 4.94,
+                      "gspo": 2.71, "luspo": 1.22, "vespo": 3.75}
+    assert [round(m[k]["scale"], 2) for k in ("dr_grpo", "grpo", "cispo")] == [0.24, 0.36, 1.41]
+    assert round(m["vespo"]["relative_bias"], 4) == 0.1489 and round(m["luspo"]["relative_bias"], 4) == 1.7148
+
+
+def test_chapter_17s_numbers_on_the_one_step_toy_ahead():
+    """One token per answer: the clip binds on "5" (ratio 1.387) and keeps 0.2 of the step, along grad J."""
+    policies = toy_policies("one_step", 2.0)
+    assert round(policies["probs"][2] / policies["probs_old"][2], 3) == 1.387
+    clipped = loss_type_moments("one_step", 4, "dapo", lead=2.0, advantage=rloo)
+    assert round(clipped["scale"], 4) == 0.2 and clipped["angle"] < 1e-5
+    assert round(loss_type_moments("one_step", 4, "vespo", lead=2.0, advantage=rloo)["relative_bias"], 4) == 0.4555
+
+
+def test_the_settings_are_every_registered_type_at_the_level_trl_asks_for():
+    assert {t for t, _ in LOSS_SETTINGS.values()} == set(LOSS_TYPES)
+    for label, (loss_type, level) in LOSS_SETTINGS.items():
+        assert LOSS_TYPES[loss_type].importance_sampling_level in (None, level), label

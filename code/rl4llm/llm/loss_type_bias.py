@@ -35,7 +35,8 @@ from .grpo_toys import _two_step_logp
 TOYS = ("one_step", "two_step")
 
 #: The settings chapter 17 compares: label -> (TRL's ``loss_type``, ``importance_sampling_level``). GSPO is
-#: ``grpo`` at the sequence level; LUSPO runs at the sequence level, as TRL 1.16 asks.
+#: ``grpo`` at the sequence level; LUSPO and VESPO run at the levels TRL 1.16 asks for (the registry's
+#: ``importance_sampling_level``; ``tests/test_loss_type_bias.py`` checks that they agree).
 LOSS_SETTINGS = {"grpo": ("grpo", "token"), "bnpo": ("bnpo", "token"), "dapo": ("dapo", "token"),
                  "dr_grpo": ("dr_grpo", "token"), "cispo": ("cispo", "token"), "sapo": ("sapo", "token"),
                  "gspo": ("grpo", "sequence"), "luspo": ("luspo", "sequence"), "vespo": ("vespo", "token")}

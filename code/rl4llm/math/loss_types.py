@@ -44,13 +44,16 @@ class LossType:
     (B, T) to the loss; ``token_weight(advantages, lengths, max_completion_length)`` is -d loss / d logp on
     every token of answer i at rho = 1 (arrays (..., B); an answer of length >= 1); ``objective`` names its
     per-token objective (``"clip"``: PPO's); ``gathered_tokens``: under data parallelism its token count is
-    the whole batch's, gathered over processes; ``needs_max_completion_length``: it divides by L."""
+    the whole batch's, gathered over processes; ``needs_max_completion_length``: it divides by L;
+    ``importance_sampling_level``: the ratio's level TRL 1.16 asks for with it (it warns otherwise: LUSPO's
+    ``"sequence"``, VESPO's ``"token"``), None where either serves."""
     name: str
     aggregate: Callable
     token_weight: Callable
     objective: str = "clip"
     gathered_tokens: bool = False
     needs_max_completion_length: bool = False
+    importance_sampling_level: str | None = None
 
     def __repr__(self) -> str:
         return f"LossType({self.name!r})"
@@ -107,9 +110,11 @@ def register_loss_type(loss_type: LossType) -> LossType:
 
 
 def loss_types_with(objective: str) -> tuple[str, ...]:
-    """The registered loss types whose per-token objective is ``objective``, in the book's order: ``"clip"``
-    gives the aggregations of PPO's clip that chapters 13-16 compare."""
-    return tuple(name for name, entry in LOSS_TYPES.items() if entry.objective == objective)
+    """The registered loss types whose per-token objective is ``objective`` and that serve at either ratio
+    level, in the book's order: ``"clip"`` gives the aggregations of PPO's clip that chapters 13-16 compare
+    (LUSPO, meant for GSPO's sequence ratio only, is chapter 17's)."""
+    return tuple(name for name, entry in LOSS_TYPES.items()
+                 if entry.objective == objective and entry.importance_sampling_level is None)
 
 
 def loss_type_names(loss_types, name: str = "loss_types") -> tuple[str, ...]:
@@ -127,6 +132,7 @@ for _entry in (LossType("grpo", sequence_mean, sequence_mean_weight),
                         needs_max_completion_length=True),
                LossType("cispo", token_mean, token_mean_weight, objective="cispo", gathered_tokens=True),
                LossType("sapo", sequence_mean, sequence_mean_weight, objective="sapo"),
-               LossType("luspo", sequence_sum, sequence_sum_weight),
-               LossType("vespo", token_mean, token_mean_weight, objective="vespo", gathered_tokens=True)):
+               LossType("luspo", sequence_sum, sequence_sum_weight, importance_sampling_level="sequence"),
+               LossType("vespo", token_mean, token_mean_weight, objective="vespo", gathered_tokens=True,
+                        importance_sampling_level="token")):
     register_loss_type(_entry)
