@@ -84,3 +84,18 @@ def test_the_settings_are_every_registered_type_at_the_level_trl_asks_for():
     assert {t for t, _ in LOSS_SETTINGS.values()} == set(LOSS_TYPES)
     for label, (loss_type, level) in LOSS_SETTINGS.items():
         assert LOSS_TYPES[loss_type].importance_sampling_level in (None, level), label
+
+
+def test_monte_carlo_draws_land_on_the_exact_moments_ahead_of_the_sampler():
+    """Groups drawn from pi_old at random (another route to the law of a group than the enumeration): the mean
+    within 4 standard errors of the exact E[X] in every logit, the total variance within 4 of its errors."""
+    from rl4llm.math.estimators import total_variance_and_standard_error
+    from rl4llm.llm.loss_type_bias import sample_loss_type_updates
+
+    for loss_type in ("dapo", "vespo"):
+        exact = loss_type_moments("two_step", 4, loss_type, lead=2.0, advantage=rloo)
+        x = sample_loss_type_updates("two_step", 4, loss_type, lead=2.0, advantage=rloo, n_groups=3000, seed=1)
+        z = np.abs(x.mean(axis=0) - exact["mean"]) / (x.std(axis=0, ddof=1) / np.sqrt(len(x)))
+        assert z.max() < 4, (loss_type, z.max())
+        v, v_se = total_variance_and_standard_error(x)
+        assert abs(v - exact["variance"]) < 4 * v_se, loss_type

@@ -23,7 +23,7 @@ import torch
 
 from .._checks import at_least, checked, nonnegative_real, one_of
 from ..math.credit import group_advantages
-from ..math.estimators import group_count_law
+from ..math.estimators import group_count_law, sample_groups
 from ..math.loss_types import LOSS_TYPES
 from ..toy.five_token import LOGITS, PROMPT, REWARDS
 from ..toy.two_step import CHOICES, TOKENS, two_step_logits
@@ -85,9 +85,38 @@ def _advantage_rule(advantage, name):
     return advantage
 
 
-@checked(toy=one_of(TOYS), G=at_least(2), loss_type=one_of(LOSS_TYPES),
-         importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS), lead=nonnegative_real,
-         advantage=_advantage_rule)
+def _group_updates(toy: str, groups: np.ndarray, loss_type: str, importance_sampling_level: str, lead: float,
+                   advantage: Callable | None, loss_kwargs: dict) -> tuple[np.ndarray, dict]:
+    """X for every group of answer indices ``groups`` (n, G), shape (n, n_logits), and ``toy_policies``
+    (validated inputs)."""
+    policies = toy_policies.unchecked(toy, lead)
+    _, logp_of, rewards = _toy_logp(toy)
+    theta = torch.tensor(policies["theta"], dtype=torch.float64)
+    logp, mask = logp_of(theta)
+    with torch.no_grad():
+        old_logp, _ = logp_of(torch.tensor(policies["theta_old"], dtype=torch.float64))
+    jacobian = torch.autograd.functional.jacobian(lambda t: logp_of(t)[0], theta)      # (A, T, n_logits)
+    logp, L_max = logp.detach(), logp.shape[1]
+    estimates = []
+    for group in torch.as_tensor(groups):
+        r = rewards[group.numpy()]
+        a = group_advantages(r) if advantage is None else np.asarray(advantage(r), dtype=np.float64)
+        lp = logp[group].clone().requires_grad_(True)
+        loss, _ = grpo_loss(lp, old_logp[group], torch.as_tensor(a, dtype=torch.float64), mask[group],
+                            loss_type=loss_type, max_completion_length=L_max,
+                            importance_sampling_level=importance_sampling_level, **loss_kwargs)
+        (d_logp,) = torch.autograd.grad(loss, lp)
+        estimates.append(-L_max * torch.einsum("gt,gtk->k", d_logp, jacobian[group]).numpy())
+    return np.array(estimates), policies
+
+
+#: The checks of the two studies' common arguments.
+_STUDY = dict(toy=one_of(TOYS), G=at_least(2), loss_type=one_of(LOSS_TYPES),
+              importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS), lead=nonnegative_real,
+              advantage=_advantage_rule)
+
+
+@checked(**_STUDY)
 def loss_type_moments(toy: str = "two_step", G: int = 4, loss_type: str = "grpo",
                       importance_sampling_level: str = "token", lead: float = 0.0,
                       advantage: Callable | None = None, **loss_kwargs) -> dict:
@@ -100,27 +129,10 @@ def loss_type_moments(toy: str = "two_step", G: int = 4, loss_type: str = "grpo"
     ``scale`` E[X] . grad J / |grad J|^2, ``variance`` E|X - E X|^2, ``mean_squared_error`` and
     ``groups`` (the number of compositions summed).
     """
-    policies = toy_policies(toy, lead)
-    _, logp_of, rewards = _toy_logp(toy)
-    theta = torch.tensor(policies["theta"], dtype=torch.float64)
-    logp, mask = logp_of(theta)
-    with torch.no_grad():
-        old_logp, _ = logp_of(torch.tensor(policies["theta_old"], dtype=torch.float64))
-    jacobian = torch.autograd.functional.jacobian(lambda t: logp_of(t)[0], theta)      # (A, T, n_logits)
-    logp, L_max = logp.detach(), logp.shape[1]
-    counts, law = group_count_law(policies["probs_old"], G)
-    estimates = []
-    for row in counts:
-        group = torch.as_tensor(np.repeat(np.arange(counts.shape[1]), row))
-        r = rewards[group.numpy()]
-        a = group_advantages(r) if advantage is None else np.asarray(advantage(r), dtype=np.float64)
-        lp = logp[group].clone().requires_grad_(True)
-        loss, _ = grpo_loss(lp, old_logp[group], torch.as_tensor(a, dtype=torch.float64), mask[group],
-                            loss_type=loss_type, max_completion_length=L_max,
-                            importance_sampling_level=importance_sampling_level, **loss_kwargs)
-        (d_logp,) = torch.autograd.grad(loss, lp)
-        estimates.append(-L_max * torch.einsum("gt,gtk->k", d_logp, jacobian[group]).numpy())
-    estimates = np.array(estimates)
+    counts, law = group_count_law(toy_policies.unchecked(toy, lead)["probs_old"], G)
+    groups = np.array([np.repeat(np.arange(counts.shape[1]), row) for row in counts])
+    estimates, policies = _group_updates(toy, groups, loss_type, importance_sampling_level, lead, advantage,
+                                         loss_kwargs)
     mean, grad = law @ estimates, policies["gradient"]
     bias = mean - grad
     variance = float(law @ ((estimates - mean) ** 2).sum(axis=1))
@@ -130,3 +142,14 @@ def loss_type_moments(toy: str = "two_step", G: int = 4, loss_type: str = "grpo"
             "angle": math.degrees(math.acos(min(1.0, max(-1.0, cosine)))),
             "scale": float(mean @ grad / (grad @ grad)), "variance": variance,
             "mean_squared_error": variance + float(bias @ bias), "groups": len(law)}
+
+
+@checked(n_groups=at_least(1), seed=at_least(0), **_STUDY)
+def sample_loss_type_updates(toy: str = "two_step", G: int = 4, loss_type: str = "grpo",
+                             importance_sampling_level: str = "token", lead: float = 0.0,
+                             advantage: Callable | None = None, *, n_groups: int = 1000, seed: int = 0,
+                             **loss_kwargs) -> np.ndarray:
+    """``n_groups`` Monte Carlo draws of X (groups of G ~ pi_old, seeded), shape (n_groups, n_logits): their
+    mean and total variance estimate what ``loss_type_moments`` sums exactly."""
+    groups = sample_groups(toy_policies.unchecked(toy, lead)["probs_old"], G, n_groups, np.random.default_rng(seed))
+    return _group_updates(toy, groups, loss_type, importance_sampling_level, lead, advantage, loss_kwargs)[0]
