@@ -15,7 +15,7 @@ import torch
 from .._checks import at_least, checked, flag, in_range, nonnegative_real, one_of, optional, tensor
 from ..math.importance_sampling import mean_over_tokens
 from ..math.loss_types import LOSS_TYPES
-from .objectives import EPS_MAX, OBJECTIVES, eps_for_loss_type
+from .objectives import EPS_MAX, OBJECTIVES, SOFT_KNOB_RULES, SOFT_KNOBS, eps_for_loss_type
 
 #: Where GRPO's importance ratio lives: one per token (GRPO, PPO), or one per sequence (GSPO).
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
@@ -63,13 +63,18 @@ def _loss_batch(args):
          beta=nonnegative_real, loss_type=one_of(LOSS_TYPES), max_completion_length=optional(at_least(1)),
          importance_sampling_level=one_of(IMPORTANCE_SAMPLING_LEVELS),
          delta=optional(in_range(1.0, math.inf, low_open=True, high_open=True)),
-         kl_estimator=one_of(KL_ESTIMATORS), use_bias_correction_kl=flag)
+         kl_estimator=one_of(KL_ESTIMATORS), use_bias_correction_kl=flag, **SOFT_KNOB_RULES)
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
               eps_low: float = 0.2, eps_high: float | None = None, beta: float = 0.0,
               ref_logp: torch.Tensor | None = None, loss_type: str = "grpo",
               max_completion_length: int | None = None, importance_sampling_level: str = "token",
               delta: float | None = None, kl_estimator: str = "k3",
-              use_bias_correction_kl: bool = False) -> tuple[torch.Tensor, dict]:
+              use_bias_correction_kl: bool = False,
+              sapo_temperature_pos: float = SOFT_KNOBS["sapo_temperature_pos"],
+              sapo_temperature_neg: float = SOFT_KNOBS["sapo_temperature_neg"],
+              vespo_k_pos: float = SOFT_KNOBS["vespo_k_pos"], vespo_lambda_pos: float = SOFT_KNOBS["vespo_lambda_pos"],
+              vespo_k_neg: float = SOFT_KNOBS["vespo_k_neg"],
+              vespo_lambda_neg: float = SOFT_KNOBS["vespo_lambda_neg"]) -> tuple[torch.Tensor, dict]:
     """The GRPO loss to MINIMISE (the negated clipped objective), and its diagnostics (chapters 13-14).
 
     Per token t of completion i, with rho = exp(logp - old_logp) and A_i broadcast over tokens (or A_it,
@@ -82,11 +87,15 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
 
     aggregated over the unmasked tokens m_it by ``loss_type`` (:mod:`rl4llm.math.loss_types`):
     ``"grpo"`` the mean per sequence, then over sequences; ``"bnpo"`` and ``"dapo"`` one mean over all
-    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length. The first term is the loss
-    type's per-token objective (:data:`rl4llm.llm.objectives.OBJECTIVES`): PPO's clip above, or for
-    ``"cispo"`` (chapter 18, DAPO's token mean) -sg(min(rho_it, eps_high)) A_i logp_it, where
-    ``eps_high`` is the absolute cap (TRL's ``epsilon_high``; 5 when None) and ``eps_low`` and ``delta``
-    play no part.
+    tokens; ``"dr_grpo"`` the token sum over B * max_completion_length; ``"luspo"`` each answer's token
+    sum, then the mean over answers. The first term is the loss type's per-token objective
+    (:data:`rl4llm.llm.objectives.OBJECTIVES`): PPO's clip above; for ``"cispo"`` (chapter 18, DAPO's
+    token mean) -sg(min(rho_it, eps_high)) A_i logp_it, where ``eps_high`` is the absolute cap (TRL's
+    ``epsilon_high``; 5 when None); for ``"sapo"`` (``"grpo"``'s aggregation) SAPO's soft gate
+    -(4 / tau) sigmoid(tau (rho_it - 1)) A_i, tau = ``sapo_temperature_pos`` where A_i > 0, else
+    ``sapo_temperature_neg``; for ``"vespo"`` (DAPO's token mean) -sg(phi(w_i)) A_i logp_it with VESPO's
+    gamma weight of the sequence's product ratio w_i and the ``vespo_*`` knobs (chapter 17). ``eps_low``
+    and ``delta`` play no part outside the clip, nor the SAPO and VESPO knobs outside their own.
 
     ``importance_sampling_level="sequence"`` is GSPO (TRL's knob of that name): every token of
     sequence i uses its sequence's ratio s_i = exp(sum_t m_it (logp_it - old_it) / sum_t m_it)
@@ -101,7 +110,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     contributes 0. Padded positions (mask 0) may hold any finite or infinite log-prob: the exponents
     are masked before ``exp``, so they change neither the loss nor its gradient.
 
-    ``stats`` (Python floats), with TRL's meaning: ``clip_fraction`` (TRL's ``clip_ratio/region_mean``),
+    ``stats`` (Python floats), with TRL's meaning (the clip shares are 0 for SAPO and VESPO, which have no
+    clip; VESPO adds ``phi_seq_mean``, TRL's ``vespo/phi_seq_mean``, the mean of phi over the rows): ``clip_fraction`` (TRL's ``clip_ratio/region_mean``),
     ``clip_low_fraction`` and ``clip_high_fraction`` (``clip_ratio/low_mean``, ``/high_mean``): the share
     of unmasked tokens (of sequences, at the sequence level) where the clip binds, rho < 1 - eps_low
     with A < 0, rho > 1 + eps_high with A > 0, or either; ``clip_low_min`` and ``clip_high_max``
@@ -117,7 +127,8 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     # exponent set to 0 there, a padded token has rho = 1 and k3 = 0, and gets no gradient.
     real = m > 0
     zero = torch.zeros_like(logp)
-    log_ratio = torch.where(real, logp - old_logp, zero)                            # (B, T)
+    token_log_ratio = torch.where(real, logp - old_logp, zero)                      # (B, T)
+    log_ratio = token_log_ratio
     if importance_sampling_level == "sequence":
         log_ratio = mean_over_tokens(log_ratio, m)                                  # (B, 1)
     ratio = torch.exp(log_ratio)                                                    # (B, T) or (B, 1)
@@ -129,7 +140,11 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         if use_bias_correction_kl:        # TRL's: times the ratio, before delta's cap, not detached
             kl, penalty = kl * ratio, penalty * ratio
     objective = OBJECTIVES[LOSS_TYPES[loss_type].objective]
-    per_token = objective.per_token(ratio, a, torch.where(real, logp, zero), eps_low, eps_high, delta)
+    knobs = {"eps_low": eps_low, "eps_high": eps_high, "delta": delta,
+             "sapo_temperature_pos": sapo_temperature_pos, "sapo_temperature_neg": sapo_temperature_neg,
+             "vespo_k_pos": vespo_k_pos, "vespo_lambda_pos": vespo_lambda_pos,
+             "vespo_k_neg": vespo_k_neg, "vespo_lambda_neg": vespo_lambda_neg}
+    per_token = objective.per_token(ratio, a, torch.where(real, logp, zero), token_log_ratio, m, knobs)
     if delta is not None:
         ratio = torch.clamp(ratio, max=delta)
     if beta > 0:
@@ -143,7 +158,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
                             importance_sampling_level == "sequence") | {
             "mean_ratio": float((ratio.expand_as(logp) * m).sum() / m.sum().clamp(min=1)),
             "mean_kl": float((kl * m).sum() / m.sum().clamp(min=1)) if kl is not None else 0.0,
-        }
+        } | objective.stats(token_log_ratio, a, m, knobs)
     return loss, stats
 
 

@@ -23,7 +23,7 @@ from ..math.loss_types import loss_type_names, loss_types_with
 from ..llm.model import GPT, completion_logprobs, is_conv1d
 from ..llm.ratios import ImportanceRatio
 from ..llm.tasks import MAX_COMPLETION_LEN, CharTokenizer, addition_prompt
-from ..llm.trainer import GRPOConfig, loss_metrics
+from ..llm.trainer import CLIP_METRICS, GRPOConfig, loss_metrics
 from .knobs import trl_config_kwargs
 
 
@@ -97,7 +97,8 @@ def rl4llm_loss(model: GPT, batch: LossBatch, config: GRPOConfig, *, kl: KLInLos
     loss, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, ref_logp=batch.ref_logp,
                             **config.loss_options(kl, ratio))
     grads = torch.autograd.grad(loss, list(params.values()))
-    return float(loss.detach()), dict(zip(params, grads)), stats | loss_metrics(stats, entropy, batch.mask, True)
+    return float(loss.detach()), dict(zip(params, grads)), (stats | loss_metrics(stats, entropy, batch.mask, True)
+                                                            | trl_named_metrics(stats, config.loss_type, True))
 
 
 def trl_loss_trainer(model: GPT, batch: LossBatch, config: GRPOConfig, directory: str, *,
@@ -174,9 +175,23 @@ def trl_loss(model: GPT, batch: LossBatch, config: GRPOConfig, **strategies) -> 
     return float(loss.detach()), book_layout(model, dict(zip(params, grads))), metrics
 
 
-#: The registered loss types TRL 1.16's ``GRPOTrainer`` also computes (its ``loss_type`` values): the ones a
-#: parity check can compare (a loss type the book adds and TRL lacks has no TRL side).
-TRL_LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo", "cispo")
+#: The registered loss types TRL 1.16's ``GRPOTrainer`` also computes (its ``loss_type`` values, every one it
+#: accepts): the ones a parity check can compare (a loss type the book adds and TRL lacks has no TRL side).
+TRL_LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo", "cispo", "sapo", "luspo", "vespo")
+
+#: TRL 1.16's logged name -> ``grpo_loss``'s stat, for the loss types whose objective logs other metrics than
+#: the clip's :data:`~rl4llm.llm.trainer.CLIP_METRICS` (SAPO logs none of its own).
+OBJECTIVE_METRICS = {"cispo": {"cispo_clip_ratio": "clip_fraction"}, "sapo": {},
+                     "vespo": {"vespo/phi_seq_mean": "phi_seq_mean"}}
+
+
+def trl_named_metrics(stats: dict, loss_type: str, kl_measured: bool) -> dict:
+    """``grpo_loss``'s ``stats`` under the names TRL 1.16's ``_compute_loss`` logs for ``loss_type``: the
+    clip ratios (:data:`~rl4llm.llm.trainer.CLIP_METRICS`) or the objective's own
+    (:data:`OBJECTIVE_METRICS`), and ``kl`` when the reference was measured (entropy is the model's, not
+    the loss's)."""
+    names = OBJECTIVE_METRICS.get(loss_type, CLIP_METRICS)
+    return {name: stats[key] for name, key in names.items()} | ({"kl": stats["mean_kl"]} if kl_measured else {})
 
 
 def compare_losses(model: GPT, config: GRPOConfig,
