@@ -455,7 +455,7 @@ class GRPOTrainer:
         self._check_finite(grad_norm, "gradient norm", k)
         self.optimizer.step()
         return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), "ratio": stats["mean_ratio"],
-                **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
+                **loss_metrics(stats, entropy.detach(), mask, batch.ref_logp is not None)}
 
     def step(self) -> dict:
         """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
