@@ -257,3 +257,25 @@ def test_the_trainer_takes_the_strategy_and_resumes_it(tmp_path):
     assert resumed.metrics["loss"] == whole.metrics["loss"] and resumed.entropy == whole.entropy
     with pytest.raises(ValueError, match="need ratio=ImportanceRatio"):
         GRPOTrainer(policy, task, config, ratio=ImportanceRatio(level="sequence"), entropy=control)
+
+
+def test_the_adaptive_toy_run_is_grpo_toy_run_with_the_controllers_coefficient():
+    """Each outer step is one step of grpo_toy_run with the coefficient the controller applied (a direct
+    route through grpo_toy_run), the coefficients follow adaptive_entropy_step on the exact entropy, and
+    the controller applies nothing at the first step (no entropy measured before it)."""
+    from rl4llm import grpo_toy_run
+    from rl4llm.math.distributions import entropy, softmax
+    from rl4llm.studies.entropy_toy import adaptive_entropy_toy_run
+    from rl4llm.toy.five_token import CORRECT, LOGITS
+
+    run = adaptive_entropy_toy_run(target=1.3, delta=0.2, G=8, steps=6, K=2, lr=0.5, seed=3)
+    z, coef, last = LOGITS.copy(), 0.0, math.inf
+    for t in range(6):
+        h = entropy(softmax(z))
+        applied = coef if last <= 1.3 else 0.0
+        coef = min(coef + 0.2, 1.0) if h <= 1.3 else max(coef - 0.2, 0.0)
+        last = h
+        assert run["applied"][t] == applied and run["coef"][t] == pytest.approx(coef)
+        z = grpo_toy_run(G=8, steps=1, K=2, lr=0.5, entropy_coef=applied, seed=3 * 1_000_003 + t, logits=z)["logits"][-1]
+        assert run["pi_correct"][t + 1] == pytest.approx(softmax(z)[CORRECT], abs=1e-12)
+    assert run["applied"][0] == 0.0 and run["applied"].max() > 0
