@@ -279,3 +279,26 @@ def test_the_adaptive_toy_run_is_grpo_toy_run_with_the_controllers_coefficient()
         z = grpo_toy_run(G=8, steps=1, K=2, lr=0.5, entropy_coef=applied, seed=3 * 1_000_003 + t, logits=z)["logits"][-1]
         assert run["pi_correct"][t + 1] == pytest.approx(softmax(z)[CORRECT], abs=1e-12)
     assert run["applied"][0] == 0.0 and run["applied"].max() > 0
+
+
+def test_entropy_runs_are_the_trainers_runs_per_setting_and_seed():
+    """The study's small case: each record is what GRPOTrainer logs for that setting and seed, and the
+    settings start from the same policy (the plain setting twice gives the same numbers)."""
+    from rl4llm import entropy_runs
+    from rl4llm.llm.model import GPT, GPTConfig
+    from rl4llm.llm.tasks import AdditionTask
+    from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
+
+    task = AdditionTask(seed=0, n_eval=20)
+    torch.manual_seed(0)
+    policy = GPT(GPTConfig())
+    base = GRPOConfig(steps=3, prompts_per_step=4, group_size=4, inner_steps=2, eval_every=3, log_kl=False)
+    settings = {"a": EntropyControl(), "b": EntropyControl(), "top": EntropyControl(top_quantile=0.5)}
+    runs = entropy_runs(policy, task, base, settings, seeds=[0, 1])
+    assert runs["a"]["entropy"].shape == (2, 3) and runs["a"]["accuracy"].shape == (2,)
+    np.testing.assert_array_equal(runs["a"]["entropy"], runs["b"]["entropy"])
+    direct = GRPOTrainer(policy, task, replace(base, seed=1), entropy=settings["top"]).train(progress=False)
+    assert runs["top"]["entropy"][1].tolist() == direct.metrics["entropy"]
+    assert runs["top"]["accuracy"][1] == direct.evals["accuracy"][-1]
+    with pytest.raises(ValueError, match="settings must be a non-empty dict"):
+        entropy_runs(policy, task, base, {}, seeds=[0, 1])

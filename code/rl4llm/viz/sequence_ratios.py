@@ -145,6 +145,7 @@ def entropy_figure(runs: dict, steps_label: str):
     """The tiny transformer's entropy per outer step under each setting (``runs``: name to
     ``entropy_runs``'s record), the mean over seeds with a band of +- 2 standard errors."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     from .style import LINE_COLORS
 
@@ -155,6 +156,7 @@ def entropy_figure(runs: dict, steps_label: str):
         x = np.arange(1, h.shape[1] + 1)
         ax.plot(x, mean, color=colour, linestyle=style, label=name)
         ax.fill_between(x, mean - band, mean + band, color=colour, alpha=0.15)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"outer step ({steps_label})")
     ax.set_ylabel("mean entropy per token (nats)")
     ax.set_title("entropy falls under every knob; none differs beyond seed noise")
