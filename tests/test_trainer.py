@@ -296,7 +296,7 @@ def test_nan_weights_stop_training_naming_step_and_quantity_and_keep_the_checkpo
 
 
 def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch):
-    import rl4llm.llm.trainer as trainer_module
+    import rl4llm.llm.entropy as entropy_module     # the trainer's loss: grpo_loss, through its entropy strategy
     trainer = run(warm, 1)
     path = tmp_path / "ckpt.pt"
     trainer.save(path)
@@ -306,7 +306,7 @@ def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch
     def nan_loss(logp, *args, **kwargs):
         return logp.sum() * float("nan"), {"clip_fraction": 0.0, "mean_ratio": 1.0, "mean_kl": 0.0}
     nan_loss.unchecked = nan_loss       # the trainer calls the loss unchecked: its config checked the options
-    monkeypatch.setattr(trainer_module, "grpo_loss", nan_loss)
+    monkeypatch.setattr(entropy_module, "grpo_loss", nan_loss)
     with pytest.raises(FloatingPointError, match=r"step 2 .*loss is nan"):
         trainer.train(1, progress=False, checkpoint_path=str(path))
     assert all(torch.equal(before[k], v) for k, v in trainer.policy.state_dict().items())

@@ -58,6 +58,8 @@ _LAZY = {
     "llm.trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
     "llm.kl_placement": ("KLInLoss", "KLInReward"),
     "llm.ratios": ("ImportanceRatio",),
+    "llm.entropy": ("EntropyControl",),
+    "llm.entropy_study": ("entropy_runs",),
     "llm.samplers": ("PolicySampler", "RolloutEngineSampler"),
     "llm.warmstart": ("WarmStart", "WarmStartConfig", "sft_loss", "warm_start"),
     "trl.knobs": ("cispo_trl_kwargs", "knob_table", "trl_config_kwargs"),

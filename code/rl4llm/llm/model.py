@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .._checks import at_least, check_fields, checked, in_range
+from .._checks import at_least, check_fields, checked, flag, in_range
 from .kv_cache import ConcatCache, LayerCache
 from .tasks import BLOCK_SIZE, VOCAB
 
@@ -252,9 +252,10 @@ def _groups_share_prompts(args):
         raise ValueError(f"group_size={G}: each run of {G} rows must share its prompt")
 
 
-@checked(_groups_share_prompts, prompt_len=at_least(1), temperature=_TEMPERATURE, group_size=at_least(1))
+@checked(_groups_share_prompts, prompt_len=at_least(1), temperature=_TEMPERATURE, group_size=at_least(1),
+         entropy_grad=flag)
 def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0,
-                        group_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+                        group_size: int = 1, *, entropy_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """log pi_theta(y_t | x, y_<t) of every completion token, and the policy's entropy there (chapter 15).
 
     A forward pass over ``tokens`` (B, P + T): the logits at position P - 1 + t predict completion
@@ -262,7 +263,8 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
     :func:`sample` returns them): each prompt then goes through the model once and its key/value
     cache is copied to its G rows, which gives the same log-probs (and gradients, through the copy)
     for less compute. Returns ``(logp, entropy)``, both (B, T); ``entropy`` (H of softmax(z / T) at
-    each position) is detached, a diagnostic. Temperature 0 (greedy) reads the logits at T = 1.
+    each position) is detached, a diagnostic, unless ``entropy_grad`` (an entropy bonus differentiates it,
+    chapter 18). Temperature 0 (greedy) reads the logits at T = 1.
     """
     if group_size == 1:
         logits, _ = model(tokens[:, :-1])
@@ -278,7 +280,7 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
         z = z / temperature
     logp_all = torch.log_softmax(z, dim=-1)
     logp = logp_all.gather(2, tokens[:, prompt_len:, None])[..., 0]
-    with torch.no_grad():
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(dim=-1)
     return logp, entropy
 

@@ -16,7 +16,8 @@ chapter shows beside the pseudocode:
 
 Hyperparameters live in :class:`GRPOConfig`, CleanRL-style. Later chapters plug their machinery in as
 strategy objects the loop calls: where the KL sits (``kl=``, :mod:`rl4llm.llm.kl_placement`, chapter 17),
-the ratio's options (``ratio=``, :mod:`rl4llm.llm.ratios`, chapter 18) and who samples (``sampler=``,
+the ratio's options (``ratio=``, :mod:`rl4llm.llm.ratios`, chapter 18), the entropy knobs (``entropy=``,
+:mod:`rl4llm.llm.entropy`, chapter 18) and who samples (``sampler=``,
 :mod:`rl4llm.llm.samplers`, chapter 20). The trainer is seeded and
 deterministic on a given CPU, logs the diagnostics practitioners watch, and saves checkpoints from
 which a resumed run reproduces the uninterrupted one exactly. Held-out evaluation lives in
@@ -42,6 +43,7 @@ from ..math.credit import group_advantages
 from .grpo import grpo_loss
 from .objectives import eps_for_loss_type
 from ..math.loss_types import LOSS_TYPES
+from .entropy import EntropyControl
 from .evaluation import greedy_accuracy
 from .kl_placement import KLInLoss, KLInReward
 from .model import GPT, GPTConfig, Rollout, completion_logprobs, sample
@@ -131,11 +133,21 @@ CONFIG_RULES = {
 #: and their relation: the sampler refuses the KL placement or ratio it cannot serve (chapter 20).
 STRATEGY_RULES = {"kl": instance_of(KLInLoss, KLInReward), "ratio": instance_of(ImportanceRatio),
                   "sampler": instance_of(Sampler)}
+#: Every strategy the trainer takes, by keyword: those and chapter 18's entropy knobs (which TRL's mapping,
+#: :func:`rl4llm.trl.knobs.trl_config_kwargs`, does not take).
+STRATEGIES = (*STRATEGY_RULES, "entropy")
 
 
 def strategies_agree(args):
     """Relation: the ``sampler`` serves the ``kl`` placement and the ``ratio`` (:meth:`Sampler.check_with`)."""
     args["sampler"].check_with(args["kl"], args["ratio"])
+
+
+def entropy_fits(args):
+    """Relation: an ``entropy`` strategy that makes the advantages per token has a ratio per token."""
+    if args["entropy"].per_token and args["ratio"].level != "token":
+        raise ValueError("entropy: top_quantile < 1 and the covariance methods act on single tokens, so they need "
+                         f"ratio=ImportanceRatio(level='token'), got level={args['ratio'].level!r}")
 
 
 def config_fits(args):
@@ -319,12 +331,13 @@ class GRPOTrainer:
 
     METRICS = METRICS
 
-    @checked(strategies_agree, config_fits, **STRATEGY_RULES)
+    @checked(strategies_agree, entropy_fits, config_fits, **STRATEGY_RULES, entropy=instance_of(EntropyControl))
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None, *,
                  kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio(),
-                 sampler: Sampler = PolicySampler()):
+                 sampler: Sampler = PolicySampler(), entropy: EntropyControl = EntropyControl()):
         self.config = cfg = config
         self.kl, self.ratio, self.sampler = kl, ratio, sampler         # chapters 17, 18 and 20's strategies
+        self.entropy = copy.deepcopy(entropy)     # chapter 18's; it keeps state (adaptive control), so a copy
         self.prompt_len = task.train_prompt_ids.shape[1]
         self.task = task
         self.device = resolve_device(cfg.device)
@@ -350,9 +363,9 @@ class GRPOTrainer:
         samples itself (no rollout engine) and every sampled row enters the loss. The pass
         that sampled then ran the very weights the loss differentiates, on the very tokens; with
         flat groups dropped, a second pass over the kept rows costs less than a backward pass
-        through every sampled row."""
+        through every sampled row. An entropy bonus differentiates the entropy, which the sampler detaches."""
         cfg = self.config
-        return cfg.inner_steps == 1 and self.engine is None and not cfg.drop_zero_variance
+        return cfg.inner_steps == 1 and self.engine is None and not cfg.drop_zero_variance and not self.entropy.bonus
 
     def _lr_factor(self, updates: int) -> float:
         """lr multiplier after ``updates`` scheduler steps: :func:`lr_factor` of this run's knobs."""
@@ -425,16 +438,16 @@ class GRPOTrainer:
             self.scheduler.step()
 
     def inner_step(self, batch: Batch, k: int) -> dict:
-        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config and the strategies),
-        gradient clipped."""
+        """Inner step k: AdamW on ``grpo_loss`` (options checked once, by the config and the strategies; the
+        entropy strategy's knobs around it, none by default), gradient clipped."""
         cfg, mask = self.config, batch.mask
         if batch.rollout.loss_logp is not None:    # K = 1: the pass that sampled is the loss's forward pass
             logp, entropy = batch.rollout.loss_logp, batch.rollout.entropy
         else:
-            logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len,
-                                                cfg.temperature, cfg.group_size)      # (N, T) each
-        loss, stats = grpo_loss.unchecked(logp, batch.old_logp, self.sampler.weighted_advantages(batch, logp),
-                                          mask, ref_logp=batch.ref_logp, **self.loss_options)
+            logp, entropy = completion_logprobs(self.policy, batch.tokens, batch.rollout.prompt_len, cfg.temperature,
+                                                cfg.group_size, entropy_grad=self.entropy.bonus)   # (N, T) each
+        loss, stats = self.entropy.loss(logp, entropy, batch.old_logp, self.sampler.weighted_advantages(batch, logp),
+                                        mask, batch.ref_logp, self.loss_options)     # grpo_loss, and chapter 18's knobs
         self._check_finite(loss, "loss", k)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -442,7 +455,7 @@ class GRPOTrainer:
         self._check_finite(grad_norm, "gradient norm", k)
         self.optimizer.step()
         return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), "ratio": stats["mean_ratio"],
-                **loss_metrics(stats, entropy, mask, batch.ref_logp is not None)}
+                **loss_metrics(stats, entropy.detach(), mask, batch.ref_logp is not None)}
 
     def step(self) -> dict:
         """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
@@ -510,7 +523,7 @@ class GRPOTrainer:
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {"config": asdict(self.config), "model_config": asdict(self.policy.config),
-                "strategies": {name: _strategy_state(getattr(self, name)) for name in ("kl", "ratio", "sampler")},
+                "strategies": {name: _strategy_state(getattr(self, name)) for name in STRATEGIES},
                 "task": {"seed": self.task.seed, "n_eval": self.task.n_eval},
                 "policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
@@ -596,14 +609,14 @@ def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settin
     """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
 
     ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
-    False}}``), and under ``"kl"``, ``"ratio"`` or ``"sampler"`` to the trainer's strategies of later
+    False}}``), and under ``"kl"``, ``"ratio"``, ``"sampler"`` or ``"entropy"`` to the trainer's strategies of later
     chapters (e.g. ``{"sampler": RolloutEngineSampler(staleness=4)}``); every run starts from ``policy``
     and differs from the others only in its overrides and seed. Returns ``{name: array of final
     accuracies, one per seed}``.
     """
     results = {}
     for name, overrides in settings.items():
-        strategies = {key: overrides[key] for key in ("kl", "ratio", "sampler") if key in overrides}
+        strategies = {key: overrides[key] for key in STRATEGIES if key in overrides}
         fields = {key: value for key, value in overrides.items() if key not in strategies}
         finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **fields, "seed": seed}), **strategies)
                   .train(progress=False).evals["accuracy"][-1] for seed in seeds]
