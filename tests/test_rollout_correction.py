@@ -108,15 +108,17 @@ CORRECTIONS = [("sequence_mask", None), ("sequence_truncate", None), ("token_mas
 
 @pytest.mark.parametrize("loss_type", [t for t in LOSS_TYPES if t in TRL_LOSS_TYPES])
 @pytest.mark.parametrize("mode, threshold", CORRECTIONS)
-def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, threshold, request):
+def test_the_trainers_corrected_loss_and_gradient_are_trls(loss_type, mode, threshold):
     """TRL's _compute_loss with use_vllm and the correction on (and/or the off-policy mask), and the book's
     trainer's loss (its advantages carrying the per-sequence weights, Sampler.weighted_advantages): equal
-    values and gradients, with a KL term and clip-higher on. Not yet for VESPO with the correction: TRL 1.16
-    folds the sampler's weights into VESPO's sequence ratio (ln w gains sum_t ln IS_t inside phi) instead of
-    multiplying the loss, which an advantage times a weight cannot express (a trainer change: pass the
-    weights to grpo_loss apart from the advantages)."""
+    values and gradients, with a KL term and clip-higher on. VESPO with the correction is refused instead: TRL
+    1.16 folds the sampler's weights into VESPO's sequence ratio (ln w gains sum_t ln IS_t inside phi) instead
+    of multiplying the loss, which an advantage times a weight cannot express."""
     if loss_type == "vespo" and mode is not None:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="TRL puts VESPO's IS weights inside phi"))
+        with pytest.raises(ValueError, match="folds the engine's importance weights into VESPO's phi"):
+            GRPOTrainer(model(), AdditionTask(0, 500), dataclasses.replace(SMALL, loss_type=loss_type),
+                        sampler=RolloutEngineSampler(precision="bfloat16", correction=True, mode=mode))
+        return
     config = dataclasses.replace(SMALL, loss_type=loss_type)
     sampler = RolloutEngineSampler(precision="bfloat16", correction=mode is not None, mode=mode or "sequence_mask",
                                    off_policy_mask_threshold=threshold)

@@ -11,6 +11,7 @@ import torch
 
 from rl4llm.math.credit import group_advantages
 from rl4llm.math.loss_types import loss_types_with
+from rl4llm.llm.entropy import EntropyControl
 from rl4llm.llm.grpo import grpo_loss
 from rl4llm.llm.kl_placement import KLInLoss, KLInReward
 from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
@@ -77,8 +78,10 @@ def test_every_mapped_name_is_a_trl_field():
     names = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
     assert set(trl_config_kwargs(BUSY)) <= names
     assert {field for field, _ in KNOBS.values() if field} <= names and set(FIXED) <= names
-    strategy_knobs = {f"{cls.__name__}.{f.name}" for cls in (KLInLoss, ImportanceRatio, RolloutEngineSampler)
-                      for f in dataclasses.fields(cls)} - {"RolloutEngineSampler.off_policy_mask_threshold"}
+    strategy_knobs = {f"{cls.__name__}.{f.name}" for cls in (KLInLoss, ImportanceRatio, RolloutEngineSampler,
+                                                             EntropyControl)
+                      for f in dataclasses.fields(cls)} - {"RolloutEngineSampler.off_policy_mask_threshold",
+                                                           "EntropyControl.last_entropy", "EntropyControl.steps"}
     assert set(KNOBS) == {f.name for f in dataclasses.fields(GRPOConfig)} | strategy_knobs | \
         {"KLInReward", "Sampler.off_policy_mask_threshold"}            # every book knob is accounted for
 
@@ -259,6 +262,22 @@ def test_kl_knobs_without_a_trl_field():
     assert trl_config_kwargs(SMALL, sampler=engine, allow_unsupported=True) == trl_config_kwargs(SMALL)
     assert trl_config_kwargs(SMALL, sampler=PolicySampler(off_policy_mask_threshold=0.5))["off_policy_mask_threshold"] \
         == 0.5
+
+
+def test_entropy_knobs_reach_trls_fields(tmp_path):
+    """Chapter 18's EntropyControl: TRL's three knobs (and the adaptive rule's target, step and bounds) become
+    TRL's fields, which TRL's own config accepts; Clip-Cov and KL-Cov have none and are refused unless
+    ``allow_unsupported``, which maps the rest."""
+    control = EntropyControl(coef=0.05, adaptive=True, target=0.7, delta=0.01, coef_max=0.5, top_quantile=0.2)
+    c = real_trl_config(tmp_path, SMALL, entropy=control)
+    assert (c.entropy_coef, c.use_adaptive_entropy, c.entropy_target, c.entropy_coef_delta, c.entropy_coef_min,
+            c.entropy_coef_max, c.top_entropy_quantile) == (0.05, True, 0.7, 0.01, 0.0, 0.5, 0.2)
+    defaults = trl_config_kwargs(SMALL)
+    assert (defaults["entropy_coef"], defaults["use_adaptive_entropy"], defaults["top_entropy_quantile"]) == (0.0, False, 1.0)
+    with pytest.raises(ValueError, match="Clip-Cov or KL-Cov"):
+        trl_config_kwargs(SMALL, entropy=EntropyControl(cov="kl_cov"))
+    assert trl_config_kwargs(SMALL, entropy=EntropyControl(cov="kl_cov", coef=0.05), allow_unsupported=True) == \
+        trl_config_kwargs(SMALL, entropy=EntropyControl(coef=0.05))
 
 
 def test_trl_advantages_are_ddof1_eps1e4():

@@ -133,8 +133,7 @@ CONFIG_RULES = {
 #: and their relation: the sampler refuses the KL placement or ratio it cannot serve (chapter 20).
 STRATEGY_RULES = {"kl": instance_of(KLInLoss, KLInReward), "ratio": instance_of(ImportanceRatio),
                   "sampler": instance_of(Sampler)}
-#: Every strategy the trainer takes, by keyword: those and chapter 18's entropy knobs (which TRL's mapping,
-#: :func:`rl4llm.trl.knobs.trl_config_kwargs`, does not take).
+#: Every strategy the trainer takes, by keyword: those and chapter 18's entropy knobs.
 STRATEGIES = (*STRATEGY_RULES, "entropy")
 
 
@@ -148,6 +147,17 @@ def entropy_fits(args):
     if args["entropy"].per_token and args["ratio"].level != "token":
         raise ValueError("entropy: top_quantile < 1 and the covariance methods act on single tokens, so they need "
                          f"ratio=ImportanceRatio(level='token'), got level={args['ratio'].level!r}")
+
+
+def weights_reach_the_loss(args):
+    """Relation: with VESPO (chapter 17) the ``sampler`` does not correct its gap. The trainer multiplies a
+    rollout engine's importance weights into the advantages (chapter 20); TRL 1.16 instead adds their logs
+    to VESPO's sequence log-ratio inside phi, which a weight on the advantage cannot reproduce."""
+    sampler = args["sampler"]
+    if args["config"].loss_type == "vespo" and getattr(sampler, "correction", False):
+        raise ValueError("sampler: loss_type='vespo' needs RolloutEngineSampler(correction=False) here: TRL 1.16 "
+                         "folds the engine's importance weights into VESPO's phi, which this trainer's weighted "
+                         "advantages cannot express")
 
 
 def config_fits(args):
@@ -331,7 +341,8 @@ class GRPOTrainer:
 
     METRICS = METRICS
 
-    @checked(strategies_agree, entropy_fits, config_fits, **STRATEGY_RULES, entropy=instance_of(EntropyControl))
+    @checked(strategies_agree, entropy_fits, config_fits, weights_reach_the_loss, **STRATEGY_RULES,
+             entropy=instance_of(EntropyControl))
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None, *,
                  kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio(),
                  sampler: Sampler = PolicySampler(), entropy: EntropyControl = EntropyControl()):

@@ -26,6 +26,7 @@ from dataclasses import replace
 import torch
 
 from .._checks import at_least, checked, instance_of, integer_at_least, positive_real
+from ..llm.entropy import EntropyControl
 from ..llm.kl_placement import KLInLoss, KLInReward
 from ..llm.objectives import EPS_MAX
 from ..math.credit import group_advantages
@@ -50,6 +51,19 @@ KNOBS = {
     "ImportanceRatio.level": ("importance_sampling_level", 18),
     "ImportanceRatio.delta": ("delta", 16),
     "KLInLoss.use_bias_correction_kl": ("use_bias_correction_kl", 17),
+    "EntropyControl.coef": ("entropy_coef", 18),
+    "EntropyControl.adaptive": ("use_adaptive_entropy", 18),
+    "EntropyControl.target": ("entropy_target", 18),
+    "EntropyControl.delta": ("entropy_coef_delta", 18),
+    "EntropyControl.coef_min": ("entropy_coef_min", 18),
+    "EntropyControl.coef_max": ("entropy_coef_max", 18),
+    "EntropyControl.top_quantile": ("top_entropy_quantile", 18),
+    "EntropyControl.cov": (None, 18),
+    "EntropyControl.cov_ratio": (None, 18),
+    "EntropyControl.clip_cov_lb": (None, 18),
+    "EntropyControl.clip_cov_ub": (None, 18),
+    "EntropyControl.kl_coef": (None, 18),
+    "EntropyControl.seed": (None, 18),
     "KLInLoss.estimator": (None, 17),
     "KLInReward": (None, 17),
     "RolloutEngineSampler.precision": (None, 20),
@@ -101,6 +115,7 @@ def trl_can_run(args):
     """Relation: ``num_processes`` divides a step's completions, and TRL runs the settings, unless
     ``allow_unsupported`` (see :func:`trl_config_kwargs`)."""
     config, kl, sampler, num_processes = args["config"], args["kl"], args["sampler"], args["num_processes"]
+    entropy = args["entropy"]
     if (config.prompts_per_step * config.group_size) % num_processes:
         raise ValueError(f"num_processes must divide prompts_per_step x group_size = "
                          f"{config.prompts_per_step * config.group_size}, got {num_processes}")
@@ -115,12 +130,17 @@ def trl_can_run(args):
     if config.beta > 0 and not (isinstance(kl, KLInLoss) and kl.estimator == "k3"):
         raise ValueError(f"kl={kl!r}: TRL 1.16 has k3 in the loss only; pass allow_unsupported=True to map the "
                          f"rest with TRL's k3")
+    if entropy.cov is not None:
+        raise ValueError(f"entropy: cov={entropy.cov!r} (Clip-Cov or KL-Cov, chapter 18) has no TRL 1.16 GRPOConfig "
+                         f"field (verl has them); pass allow_unsupported=True to map the rest without it")
 
 
-@checked(strategies_agree, trl_can_run, **STRATEGY_RULES, config=instance_of(GRPOConfig), num_processes=at_least(1))
+@checked(strategies_agree, trl_can_run, **STRATEGY_RULES, config=instance_of(GRPOConfig),
+         entropy=instance_of(EntropyControl), num_processes=at_least(1))
 def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLoss(),
                       ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler(),
-                      allow_unsupported: bool = False, num_processes: int = 1) -> dict:
+                      entropy: EntropyControl = EntropyControl(), allow_unsupported: bool = False,
+                      num_processes: int = 1) -> dict:
     """Keyword arguments for ``trl.GRPOConfig`` that run the book's GRPO step (chapter 16).
 
     TRL counts completions where the book counts prompts, and optimizer steps where the book counts
@@ -134,7 +154,9 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     clip, the cap 5 for CISPO, where TRL's own default of ``epsilon`` would cap every weight at 0.2); :data:`FIXED` is added. ``device="cpu"`` sets
     ``use_cpu=True``. The strategies' fields go to TRL's fields of :data:`KNOBS`: ``ratio``'s level and
     delta, ``kl``'s ``use_bias_correction_kl``, ``sampler``'s ``off_policy_mask_threshold`` and a
-    :class:`~rl4llm.llm.samplers.RolloutEngineSampler`'s correction as TRL's ``vllm_importance_sampling_*``
+    :class:`~rl4llm.llm.samplers.RolloutEngineSampler`'s correction as TRL's ``vllm_importance_sampling_*``,
+    ``entropy``'s knobs as TRL's ``entropy_coef``, ``use_adaptive_entropy`` (with its target, step and bounds)
+    and ``top_entropy_quantile``
     (TRL applies these only with ``use_vllm``, as the book only with a rollout engine; with the policy
     sampling they are the engine's defaults, TRL's own); ``eval_every``,
     ``log_kl`` and ``num_threads`` are the book trainer's own bookkeeping and have no TRL counterpart.
@@ -144,7 +166,8 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     knob is dropped and flat groups stay in the batch with zero advantages: they still count in the
     token normalisers and the KL term); a rollout engine (``sampler=RolloutEngineSampler(...)``;
     mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
-    loss (``KLInLoss(estimator=...)`` other than ``"k3"`` or ``KLInReward()``; mapped, TRL puts k3 in the loss).
+    loss (``KLInLoss(estimator=...)`` other than ``"k3"`` or ``KLInReward()``; mapped, TRL puts k3 in the loss);
+    and Clip-Cov or KL-Cov (``EntropyControl(cov=...)``; mapped, the rest of the entropy knobs without it).
     """
     engine = isinstance(sampler, RolloutEngineSampler)
     correction = sampler if engine else RolloutEngineSampler()
@@ -163,6 +186,8 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
         **{f"vllm_importance_sampling_{name}": getattr(correction, name)
            for name in ("correction", "mode", "clip_max", "clip_min")},
         "off_policy_mask_threshold": sampler.off_policy_mask_threshold,
+        **{field: getattr(entropy, knob.partition(".")[2]) for knob, (field, _) in KNOBS.items()
+           if knob.startswith("EntropyControl.") and field},
         "scale_rewards": "group" if config.scale_rewards else "none",
         "temperature": config.temperature,
         "max_completion_length": config.max_new_tokens,
@@ -204,11 +229,12 @@ def trl_defaults(fields) -> dict:
 
 
 def knob_table(config: GRPOConfig | None = None, *, kl: KLInLoss | KLInReward = KLInLoss(),
-               ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler()) -> list[dict]:
+               ratio: ImportanceRatio = ImportanceRatio(), sampler: Sampler = PolicySampler(),
+               entropy: EntropyControl = EntropyControl()) -> list[dict]:
     """One row per book knob and per :data:`FIXED` field: the mapping next to TRL's default (chapter 16).
 
     Each row: ``knob`` (the book's name, "" for a fixed field), ``book`` (its value in ``config`` or in
-    the strategy of that class among ``kl``, ``ratio``, ``sampler``; None for a strategy not in use;
+    the strategy of that class among ``kl``, ``ratio``, ``sampler``, ``entropy``; None for a strategy not in use;
     for ``KLInReward``, whether it is in use),
     ``trl_field``, ``trl_value`` (what :func:`trl_config_kwargs` sets; None when it leaves the field
     at TRL's default), ``trl_default`` and ``chapter`` (None for fixed fields). A knob with no TRL
@@ -217,10 +243,10 @@ def knob_table(config: GRPOConfig | None = None, *, kl: KLInLoss | KLInReward = 
     The default ``config`` is chapter 15's run, :func:`rl4llm.llm.trainer.chapter15_config`.
     """
     config = chapter15_config() if config is None else config
-    kwargs = trl_config_kwargs(config, kl=kl, ratio=ratio, sampler=sampler, allow_unsupported=True)
+    kwargs = trl_config_kwargs(config, kl=kl, ratio=ratio, sampler=sampler, entropy=entropy, allow_unsupported=True)
     fields = [field for field, _ in KNOBS.values() if field] + list(FIXED)
     defaults = trl_defaults(fields)
-    rows = [{"knob": knob, "book": _book_value(knob, config, (kl, ratio, sampler)), "trl_field": field,
+    rows = [{"knob": knob, "book": _book_value(knob, config, (kl, ratio, sampler, entropy)), "trl_field": field,
              "trl_value": kwargs.get(field) if field else None,
              "trl_default": defaults[field] if field else None, "chapter": chapter}
             for knob, (field, chapter) in KNOBS.items()]
