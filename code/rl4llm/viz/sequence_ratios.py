@@ -170,7 +170,7 @@ def entropy_figure(regimes: dict, title: str):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(2, len(regimes), figsize=(7.2, 5.6), sharey="row", squeeze=False)
+    fig, axes = plt.subplots(2, len(regimes), figsize=(7.2, 5.6), squeeze=False)
     for column, (label, runs) in enumerate(regimes.items()):
         for (name, run), colour, style in zip(runs.items(), LINE_COLORS, ["-", "--", ":", "-.", "-", "--"]):
             h = run["entropy"]
@@ -181,11 +181,12 @@ def entropy_figure(regimes: dict, title: str):
                 ax.fill_between(x, mean - band, mean + band, color=colour, alpha=0.15)
         axes[0, column].set_title(label, fontsize=9)
         axes[1, column].set_xlabel("outer step")
+        axes[1, column].set_ylim(-0.02, 0.45)
         for ax in axes[:, column]:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0, 0].set_ylabel("entropy per token (nats)")
-    axes[1, 0].set_ylabel("held-out accuracy")
-    axes[0, 0].legend(fontsize=7, loc="upper left")
+    for row, label in enumerate(("entropy per token (nats)", "held-out accuracy")):
+        axes[row, 0].set_ylabel(label)
+    axes[1, -1].legend(fontsize=7, loc="upper right")             # the collapsed accuracy leaves it empty
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
