@@ -295,10 +295,11 @@ def test_entropy_runs_are_the_trainers_runs_per_setting_and_seed():
     base = GRPOConfig(steps=3, prompts_per_step=4, group_size=4, inner_steps=2, eval_every=3, log_kl=False)
     settings = {"a": EntropyControl(), "b": EntropyControl(), "top": EntropyControl(top_quantile=0.5)}
     runs = entropy_runs(policy, task, base, settings, seeds=[0, 1])
-    assert runs["a"]["entropy"].shape == (2, 3) and runs["a"]["accuracy"].shape == (2,)
+    assert runs["a"]["entropy"].shape == (2, 3) and runs["a"]["accuracy"].shape == (2, 2)
+    assert runs["a"]["eval_steps"].tolist() == [0, 3]
     np.testing.assert_array_equal(runs["a"]["entropy"], runs["b"]["entropy"])
     direct = GRPOTrainer(policy, task, replace(base, seed=1), entropy=settings["top"]).train(progress=False)
     assert runs["top"]["entropy"][1].tolist() == direct.metrics["entropy"]
-    assert runs["top"]["accuracy"][1] == direct.evals["accuracy"][-1]
+    assert runs["top"]["accuracy"][1].tolist() == direct.evals["accuracy"]
     with pytest.raises(ValueError, match="settings must be a non-empty dict"):
         entropy_runs(policy, task, base, {}, seeds=[0, 1])

@@ -2,8 +2,8 @@
 
 Short runs of :class:`rl4llm.llm.trainer.GRPOTrainer` from one warm start, one per (setting, seed), each
 setting an :class:`rl4llm.llm.entropy.EntropyControl`: the per-step entropy the trainer logs (TRL's
-``entropy``: the masked mean on the loss batch, under the sampling policy) and the final held-out greedy
-accuracy.
+``entropy``: the masked mean on the loss batch, under the sampling policy) and the held-out greedy
+accuracy at each evaluation.
 """
 from __future__ import annotations
 
@@ -31,13 +31,15 @@ def _settings(settings, name):
          settings=_settings, seeds=seed_list(2, " (a spread needs two runs)"))
 def entropy_runs(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict, seeds) -> dict:
     """Train ``base`` (its seed replaced by each of ``seeds``) with each setting's entropy strategy. Returns
-    ``{name: {"entropy": (seeds, steps) array, "accuracy": (seeds,) final held-out accuracy,
-    "entropy_coef": (seeds,) the coefficient at the end}}``."""
+    ``{name: {"entropy": (seeds, steps) array, "accuracy": (seeds, evaluations) held-out
+    accuracy at the outer steps "eval_steps" (the first is the start, the last the end), "entropy_coef": (seeds,)
+    the coefficient at the end}}``."""
     out = {}
     for name, control in settings.items():
         runs = [GRPOTrainer(policy, task, replace(base, seed=seed), entropy=control).train(progress=False)
                 for seed in seeds]
         out[name] = {"entropy": np.array([run.metrics["entropy"] for run in runs]),
-                     "accuracy": np.array([run.evals["accuracy"][-1] for run in runs]),
+                     "accuracy": np.array([run.evals["accuracy"] for run in runs]),
+                     "eval_steps": np.array(runs[0].evals["step"]),
                      "entropy_coef": np.array([run.entropy.coef for run in runs])}
     return out

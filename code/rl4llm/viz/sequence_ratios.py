@@ -163,22 +163,30 @@ def draw_pass_at_k_over_prompts(ax, ks, estimates: dict, exact_ks, exact: dict) 
     ax.legend(fontsize=8, loc="lower right")
 
 
-def entropy_figure(runs: dict, steps_label: str):
-    """The tiny transformer's entropy per outer step under each setting (``runs``: name to
-    ``entropy_runs``'s record), the mean over seeds with a band of +- 2 standard errors."""
+def entropy_figure(regimes: dict, title: str):
+    """The tiny transformer under each entropy setting, one column per training regime (``regimes``: a
+    column title to ``entropy_runs``'s records): the entropy per outer step (top) and the held-out accuracy
+    at each evaluation (bottom), the mean over seeds with a band of +- 2 standard errors."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    for (name, run), colour, style in zip(runs.items(), LINE_COLORS, ["-", "--", ":", "-.", "-", "--"]):
-        h = run["entropy"]
-        mean, band = h.mean(axis=0), 2 * h.std(axis=0, ddof=1) / np.sqrt(len(h))
-        x = np.arange(1, h.shape[1] + 1)
-        ax.plot(x, mean, color=colour, linestyle=style, label=name)
-        ax.fill_between(x, mean - band, mean + band, color=colour, alpha=0.15)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(f"outer step ({steps_label})")
-    ax.set_ylabel("mean entropy per token (nats)")
-    ax.set_title("entropy falls under every knob; none differs beyond seed noise")
-    ax.legend(fontsize=8, ncol=2, loc="upper right")
+    fig, axes = plt.subplots(2, len(regimes), figsize=(7.2, 5.6), squeeze=False)
+    for column, (label, runs) in enumerate(regimes.items()):
+        for (name, run), colour, style in zip(runs.items(), LINE_COLORS, ["-", "--", ":", "-.", "-", "--"]):
+            h = run["entropy"]
+            for ax, values, x in ((axes[0, column], h, np.arange(1, h.shape[1] + 1)),
+                                  (axes[1, column], run["accuracy"], run["eval_steps"])):
+                mean, band = values.mean(axis=0), 2 * values.std(axis=0, ddof=1) / np.sqrt(len(values))
+                ax.plot(x, mean, color=colour, linestyle=style, label=name)
+                ax.fill_between(x, mean - band, mean + band, color=colour, alpha=0.15)
+        axes[0, column].set_title(label, fontsize=9)
+        axes[1, column].set_xlabel("outer step")
+        axes[1, column].set_ylim(-0.02, 0.45)
+        for ax in axes[:, column]:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for row, label in enumerate(("entropy per token (nats)", "held-out accuracy")):
+        axes[row, 0].set_ylabel(label)
+    axes[1, -1].legend(fontsize=7, loc="upper right")             # the collapsed accuracy leaves it empty
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
     return fig
