@@ -291,7 +291,7 @@ def lab(tmp_path_factory):
     import sys
     from pathlib import Path
 
-    from test_jupyterlab import _free_port
+    from test_jupyterlab import _free_port, stop_server
 
     chapter = Path(__file__).resolve().parents[1] / "book" / f"{LAB_CHAPTER}.ipynb"
     root, port = tmp_path_factory.mktemp("lab"), _free_port()
@@ -300,13 +300,13 @@ def lab(tmp_path_factory):
                 "ServerApp.password": "", "LabApp.news_url": "",
                 "LabApp.check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root"]
-    with subprocess.Popen(command + [f"--{k}={v}" for k, v in settings.items()],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
-        try:
-            _answering(f"http://127.0.0.1:{port}/api")
-            yield f"http://127.0.0.1:{port}/lab/tree/{chapter.name}"
-        finally:
-            server.terminate()
+    server = subprocess.Popen(command + [f"--{k}={v}" for k, v in settings.items()],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _answering(f"http://127.0.0.1:{port}/api")
+        yield f"http://127.0.0.1:{port}/lab/tree/{chapter.name}"
+    finally:
+        stop_server(server)
 
 
 def _answering(url: str, seconds: float = 120) -> None:
