@@ -71,7 +71,7 @@ def test_chapter_11_the_lagrangian_step_uses_the_whole_budget_and_beats_every_ot
 
 
 # ----------------------------------------------------------------------------- chapters 14 and 16
-def test_chapters_14_and_16_trl_entropy_bonus_is_off_by_default_and_the_bridge_leaves_it():
+def test_chapters_14_and_16_trl_entropy_bonus_is_off_by_default_on_both_sides_of_the_bridge():
     trl = pytest.importorskip("trl")
     from dataclasses import fields
 
@@ -81,7 +81,9 @@ def test_chapters_14_and_16_trl_entropy_bonus_is_off_by_default_and_the_bridge_l
     assert defaults["entropy_coef"] == 0.0 and defaults["use_adaptive_entropy"] is False
     assert {"entropy_target", "entropy_coef_delta", "entropy_coef_min", "entropy_coef_max"} <= set(defaults)
     kwargs = trl_config_kwargs(chapter15_config(), allow_unsupported=True)
-    assert not any("entrop" in key for key in kwargs)
+    mapped = {key: value for key, value in kwargs.items() if "entrop" in key}
+    assert mapped == {key: defaults[key] for key in mapped}      # the book's default EntropyControl() is TRL's
+    assert mapped["entropy_coef"] == 0.0 and mapped["use_adaptive_entropy"] is False
 
 
 def test_trl_knobs_optim_is_unfused_while_the_trainer_runs_fused_adamw():
