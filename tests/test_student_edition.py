@@ -123,6 +123,7 @@ def test_no_solution_survives_and_coding_exercises_are_stubs(edition, path):
     sources = "\n".join("".join(c["source"]) for c in cells)
     assert "{solution}" not in sources and BEGIN not in sources
     assert "click to show it" not in sources and "holds the reference solution" not in sources
+    assert not [c for c in cells if "solution" in c["metadata"].get("tags", [])]      # a solution's executed cells
     original = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
     solutions = _solution_lines(path)
     # a solution line may also appear in the chapter's own text or code: only extra copies are a leak

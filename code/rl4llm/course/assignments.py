@@ -169,12 +169,15 @@ def student_notebook(nb: dict, functions: set[str] = frozenset()) -> dict:
     """A chapter notebook to hand out: no solution blocks; each coding exercise's reference body is
     nbgrader's stub and its cell no longer hidden; the exercise cells' stored outputs cleared; each
     ``show_source`` cell of one of ``functions`` (the coding exercises' reference functions, by name)
-    replaced by a note; the text that says the starter holds the solution says it is a stub."""
+    replaced by a note; the text that says the starter holds the solution says it is a stub; a code cell
+    tagged ``solution`` (a solution's executed part, e.g. an experiment's run) left out."""
     nb = copy.deepcopy(nb)
     cells = []
     for cell in nb["cells"]:
         tags = _tags(cell)
         withheld = withheld_source(cell, set(functions))
+        if "solution" in tags:
+            continue
         if withheld:
             cell = {"cell_type": "markdown", "metadata": {},
                     "source": [f"*(This edition leaves out the source of `{withheld}`: writing it is one of the "

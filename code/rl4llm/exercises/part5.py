@@ -141,6 +141,7 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9, optimizer="sgd"), "AdamW's two fp32 moments are missing (8 bytes a parameter)"),
         (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
                                                    "the moments and the reference come on top"),
+        (_state_gb(3e9) * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
     )
 
 
@@ -155,6 +156,8 @@ def _zero2_mistakes() -> tuple[tuple[float, str], ...]:
                      "by the 8 GPUs"),
         (2 * 7 + 12 * 7 / 8, "the gradients are missing: stage 2 shards them, it does not drop them: "
                              "2 Psi + (2 + 12) Psi / 8"),
+        (_state_gb(7e9, n_gpus=8, sharding="zero2"), "that keeps a bf16 reference model too (2 bytes a parameter "
+                                                     "whole on every GPU); the question has none"),
     )
 
 
@@ -165,6 +168,7 @@ def _kv_mistakes() -> tuple[tuple[float, str], ...]:
                                 "(grouped-query attention)"),
         (_kv_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
         (_kv_gb(precision="fp32"), "bf16 takes 2 bytes a number, not 4"),
+        (_kv_gb() / 28, "that is one layer's cache; each of the 28 layers keeps its own keys and values"),
     )
 
 

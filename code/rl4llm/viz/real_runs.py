@@ -56,7 +56,8 @@ GROUP = Slider("G", "G", 2, 32, 1, 8, fmt="d")
 
 COMPLETION = Slider("completion", "completion tokens", 512, 16384, 512, 4096, fmt="d")
 
-#: Up to 36B: from about 39B on, the bf16 weights leave an 80 GB sampler no room for one sequence's cache.
+#: Up to 36B: above it fewer and fewer sequences fit beside the bf16 weights on an 80 GB sampler (one at 39B, none
+#: at 40B, where the weights alone fill it).
 MODEL_SIZE = Slider("billions", "billions of parameters", 1, 36, 1, 7, fmt="d")
 
 GROUPS = np.arange(2, 66, 2)
