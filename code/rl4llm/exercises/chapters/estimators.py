@@ -12,6 +12,8 @@ EXERCISE_OBJECTIVES = {
     "ex-ch17-k2": "compute the k2 estimate of one token by hand and say what it estimates",
     "ex-ch17-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
     "ex-ch17-dapo-weight": "compute the weight the dapo aggregation gives each token of a long answer",
+    "ex-ch17-sapo-weight": "compute the weight SAPO's soft gate gives a token whose ratio has moved, against the "
+                           "clip's and CISPO's",
     "ex-ch17-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
     "ex-ch17-beta": "predict and measure where each KL leash holds the toy at another beta",
 }
