@@ -1,8 +1,8 @@
 """Checked exercises of Part V (after GRPO).
 
 - Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
-  hand); the weight dapo gives a long answer and the weight SAPO gives a token that moved (by hand); the
-  three estimators ``kl_estimators`` (coding).
+  hand); the group-mean estimate's mean squared error, the weight dapo gives a long answer and the weight
+  SAPO gives a token that moved (by hand); the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
   and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
   (coding).
@@ -84,6 +84,32 @@ def _dapo_mistakes() -> tuple[tuple[float, str], ...]:
         (A * DAPO_CAP / DAPO_LENGTHS[1], "that divides by the OTHER answer's length; dapo divides by the sum of "
                                           "every answer's length, 3 + 2"),
         (DAPO_CAP / n, "the advantage is missing: L_max / sum_j |o_j| multiplies A = +1/2"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-shrink (by hand)
+#: What the exercise gives, as the chapter's one-step table prints them (G = 8): RLOO's total variance and
+#: |grad J|; the group-mean estimate is (1 - 1/G) = 7/8 of RLOO's on every group.
+SHRINK_G, SHRINK_RLOO_VARIANCE, SHRINK_GRADIENT_NORM = 8, 0.0150, 0.1855
+
+
+def _shrink_mse() -> float:
+    """The group-mean estimate's exact mean squared error on the one-step toy at G = 8 (``estimator_moments``)."""
+    from ..studies.estimator_bias import estimator_moments, one_step_task
+    return estimator_moments(one_step_task(), SHRINK_G, "group_mean")["mean_squared_error"]
+
+
+def _shrink_mistakes() -> tuple[tuple[float, str], ...]:
+    c, v, g2 = 1 - 1 / SHRINK_G, SHRINK_RLOO_VARIANCE, SHRINK_GRADIENT_NORM ** 2
+    return (
+        (c ** 2 * v, "that is the variance alone, (7/8)^2 Var; the mean squared error adds the squared bias "
+                     "|grad J / 8|^2 = |grad J|^2 / 64"),
+        (c * v + (1 - c) ** 2 * g2, "a variance scales by the SQUARE of the factor: (7/8)^2 Var, not (7/8) Var"),
+        (c ** 2 * (v + g2), "the bias is grad J / 8 (the expected step is 7/8 of grad J, 1/8 too short), not "
+                            "(7/8) grad J"),
+        (v, "that is RLOO's mean squared error (its variance: RLOO is unbiased); the group-mean estimate is 7/8 of "
+            "RLOO's on every group"),
+        (c ** 2 * v + (1 - c) * g2, "the squared bias is |grad J|^2 / 64: square the factor 1/8 too"),
     )
 
 
@@ -486,6 +512,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-dapo-weight": NumericExercise(
         17, 'dapo\'s weight (times L_max) on each token of "05"', lambda: _dapo_weight("dapo"), 0.002,
         _dapo_mistakes),
+    "ex-ch17-shrink": NumericExercise(
+        17, "the group-mean estimate's mean squared error on the one-step toy at G = 8", _shrink_mse, 0.0001,
+        _shrink_mistakes()),
     "ex-ch17-sapo-weight": NumericExercise(
         17, f"SAPO's weight -d loss / d ln pi on a token with A = +1 and rho = {SAPO_RATIO}", _sapo_weight, 0.002,
         _sapo_mistakes),
