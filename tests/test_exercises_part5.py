@@ -12,7 +12,8 @@ from rl4llm.exercises import part5
 from rl4llm.studies.estimator_bias import estimate_of_group, two_step_task
 from rl4llm.studies.kl_penalties import leash_gradient
 
-CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-dapo-weight": 17, "kl_estimators": 17}
+CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-shrink": 17, "ex-ch17-dapo-weight": 17,
+              "ex-ch17-sapo-weight": 17, "kl_estimators": 17}
 
 
 def test_chapter_17_ids_and_chapters():
@@ -41,7 +42,8 @@ def test_a_student_slip_is_named_and_a_crash_reported():
     assert check("kl_estimators", 3.0).startswith("Not yet: the answer should be a function")
 
 
-@pytest.mark.parametrize("exercise", ["ex-ch17-k2", "ex-ch17-k3-weight", "ex-ch17-dapo-weight"])
+@pytest.mark.parametrize("exercise", ["ex-ch17-k2", "ex-ch17-k3-weight", "ex-ch17-shrink", "ex-ch17-dapo-weight",
+                                      "ex-ch17-sapo-weight"])
 def test_by_hand_values_and_every_mistake(exercise):
     spec = SPECS[exercise]
     assert check(exercise, spec.value).startswith("Correct:")
@@ -67,10 +69,40 @@ def test_by_hand_values_from_the_library():
     assert np.isclose(SPECS["ex-ch17-dapo-weight"].value, 0.3)
 
 
+def test_the_shrunk_estimators_error_by_hand_and_exactly():
+    """ex-ch17-shrink: (7/8)^2 Var_RLOO + |grad J|^2 / 64 from the table's printed 0.0150 and 0.1855 lands within
+    the tolerance of the exact 0.01204; the group-mean estimate is 7/8 of RLOO's on every group."""
+    from rl4llm import estimator_moments, one_step_task
+
+    task = one_step_task()
+    rloo = estimator_moments(task, 8, "rloo")
+    assert round(rloo["variance"], 4) == part5.SHRINK_RLOO_VARIANCE
+    assert round(float(np.linalg.norm(task.gradient)), 4) == part5.SHRINK_GRADIENT_NORM
+    exact = (7 / 8) ** 2 * rloo["variance"] + float(task.gradient @ task.gradient) / 64
+    assert np.isclose(SPECS["ex-ch17-shrink"].value, exact)
+    by_hand = (7 / 8) ** 2 * 0.0150 + 0.1855 ** 2 / 64
+    assert check("ex-ch17-shrink", by_hand).startswith("Correct:") and round(by_hand, 5) == 0.01202
+
+
+def test_the_sapo_weight_is_the_closed_form_and_the_trl_knobs():
+    """SAPO's weight on the by-hand token (A = +1, rho = 1.5): rho sech^2(tau (rho - 1) / 2) with TRL 1.16's
+    sapo_temperature_pos = 1, the worked solution's 1.5 x 0.9400 = 1.410."""
+    from rl4llm.llm.objectives import SOFT_KNOBS
+
+    tau = SOFT_KNOBS["sapo_temperature_pos"]
+    assert tau == 1.0
+    assert np.isclose(SPECS["ex-ch17-sapo-weight"].value, 1.5 / math.cosh(tau * 0.5 / 2) ** 2, atol=1e-12)
+    assert round(SPECS["ex-ch17-sapo-weight"].value, 3) == 1.410
+
+
 @pytest.mark.parametrize("exercise, wrong, says", [
     ("ex-ch18-draws", 1.923, "that is 1 / P(flat)"),
     ("ex-ch17-dapo-weight", 0.6, "the advantage is missing"),
     ("ex-ch17-k2", 0.18, "squares the difference of the probabilities"),
+    ("ex-ch17-shrink", 0.0115, "that is the variance alone"),
+    ("ex-ch17-sapo-weight", 1.5, "that is CISPO's weight"),
+    ("ex-ch17-sapo-weight", 0.0, "that is the clip's weight"),
+    ("ex-ch17-sapo-weight", 1.18, "the half is missing"),
     ("ex-ch19-decode", 0.0042, "that is in seconds"),
     ("ex-ch20-opsm-kl", 1, "that is the mask's value"),
 ])

@@ -117,6 +117,21 @@ def test_runs_follow_their_exact_paths_and_are_seeded():
     assert np.allclose(a["pi_correct"], leash_run("k3_corrected", steps=5, seed=2)["pi_correct"], rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("beta, reverse, forward, reverse_at_40, forward_at_40", [
+    (0.25, 0.932, 0.812, 0.893, 0.810), (1.0, 0.405, 0.447, 0.405, 0.447), (4.0, 0.243, 0.246, 0.243, 0.246)])
+def test_the_fixed_points_of_ex_ch17_beta(beta, reverse, forward, reverse_at_40, forward_at_40):
+    """Chapter 17's ex-ch17-beta solution: the reverse leash's fixed point 0.2 e^(1/beta) / (0.2 e^(1/beta) + 0.8),
+    the forward one's root of p (1 - p) = beta (p - 0.2), each the end of its exact path run long, and where
+    the exact paths stand after the chapter's 40 steps."""
+    p_reverse = 0.2 * math.exp(1 / beta) / (0.2 * math.exp(1 / beta) + 0.8)
+    p_forward = ((1 - beta) + math.sqrt((1 - beta) ** 2 + 0.8 * beta)) / 2
+    assert math.isclose(p_forward * (1 - p_forward), beta * (p_forward - 0.2), abs_tol=1e-12)
+    assert (round(p_reverse, 3), round(p_forward, 3)) == (reverse, forward)
+    for leash, fixed, at_40 in (("k2_loss", p_reverse, reverse_at_40), ("k3_loss", p_forward, forward_at_40)):
+        path = leash_exact_run(leash, beta=beta, steps=1500)["pi_correct"]
+        assert abs(path[-1] - fixed) < 1e-3 and round(path[40], 3) == at_40
+
+
 def test_beta_zero_leaves_only_the_reward():
     a = leash_exact_run("k3_loss", beta=0.0, steps=5)
     assert np.allclose(a["pi_correct"], leash_exact_run("k1_loss", beta=0.7, steps=5)["pi_correct"])

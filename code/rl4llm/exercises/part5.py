@@ -1,7 +1,8 @@
 """Checked exercises of Part V (after GRPO).
 
 - Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
-  hand); the weight dapo gives a long answer (by hand); the three estimators ``kl_estimators`` (coding).
+  hand); the group-mean estimate's mean squared error, the weight dapo gives a long answer and the weight
+  SAPO gives a token that moved (by hand); the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
   and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
   (coding).
@@ -83,6 +84,69 @@ def _dapo_mistakes() -> tuple[tuple[float, str], ...]:
         (A * DAPO_CAP / DAPO_LENGTHS[1], "that divides by the OTHER answer's length; dapo divides by the sum of "
                                           "every answer's length, 3 + 2"),
         (DAPO_CAP / n, "the advantage is missing: L_max / sum_j |o_j| multiplies A = +1/2"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-shrink (by hand)
+#: What the exercise gives, as the chapter's one-step table prints them (G = 8): RLOO's total variance and
+#: |grad J|; the group-mean estimate is (1 - 1/G) = 7/8 of RLOO's on every group.
+SHRINK_G, SHRINK_RLOO_VARIANCE, SHRINK_GRADIENT_NORM = 8, 0.0150, 0.1855
+
+
+def _shrink_mse() -> float:
+    """The group-mean estimate's exact mean squared error on the one-step toy at G = 8 (``estimator_moments``)."""
+    from ..studies.estimator_bias import estimator_moments, one_step_task
+    return estimator_moments(one_step_task(), SHRINK_G, "group_mean")["mean_squared_error"]
+
+
+def _shrink_mistakes() -> tuple[tuple[float, str], ...]:
+    c, v, g2 = 1 - 1 / SHRINK_G, SHRINK_RLOO_VARIANCE, SHRINK_GRADIENT_NORM ** 2
+    return (
+        (c ** 2 * v, "that is the variance alone, (7/8)^2 Var; the mean squared error adds the squared bias "
+                     "|grad J / 8|^2 = |grad J|^2 / 64"),
+        (c * v + (1 - c) ** 2 * g2, "a variance scales by the SQUARE of the factor: (7/8)^2 Var, not (7/8) Var"),
+        (c ** 2 * (v + g2), "the bias is grad J / 8 (the expected step is 7/8 of grad J, 1/8 too short), not "
+                            "(7/8) grad J"),
+        (v, "that is RLOO's mean squared error (its variance: RLOO is unbiased); the group-mean estimate is 7/8 of "
+            "RLOO's on every group"),
+        (c ** 2 * v + (1 - c) * g2, "the squared bias is |grad J|^2 / 64: square the factor 1/8 too"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-sapo-weight (by hand)
+#: The by-hand token of the loss types: a one-token answer with A = +1 whose ratio pi / pi_old is 1.5
+#: (the inner steps raised it by half since sampling), under TRL's default SAPO temperatures.
+SAPO_RATIO = 1.5
+
+
+def _sapo_weight() -> float:
+    """-d loss / d ln pi that ``grpo_loss(loss_type="sapo")`` gives the by-hand token, by autograd."""
+    import torch
+
+    from ..llm.grpo import grpo_loss
+    logp = torch.zeros(1, 1, dtype=torch.float64, requires_grad=True)
+    loss, _ = grpo_loss(logp, -torch.log(torch.tensor([[SAPO_RATIO]], dtype=torch.float64)),
+                        torch.ones(1, dtype=torch.float64), torch.ones_like(logp), loss_type="sapo")
+    (grad,) = torch.autograd.grad(loss, logp)
+    return -float(grad)
+
+
+def _sapo_mistakes() -> tuple[tuple[float, str], ...]:
+    rho, u = SAPO_RATIO, SAPO_RATIO - 1                       # u = tau (rho - 1) with tau = 1
+    return (
+        (rho, "that is CISPO's weight, rho A under its cap; SAPO multiplies rho A by the gate "
+              "sech^2(tau (rho - 1) / 2)"),
+        (0.0, "that is the clip's weight (rho = 1.5 is past 1 + 0.2 on the advantage's side); SAPO's gate fades "
+              "smoothly instead of cutting"),
+        (1 / math.cosh(u / 2) ** 2, "the factor rho is missing: the chain rule through rho = pi / pi_old gives "
+                                    "d rho / d ln pi = rho"),
+        (rho / math.cosh(u) ** 2, "the half is missing: sigma'(u) = sigma(u)(1 - sigma(u)) = sech^2(u / 2) / 4, so "
+                                  "the gate is sech^2(tau (rho - 1) / 2)"),
+        (rho / math.cosh(u / 2) ** 2 / 4, "the factor 4 / tau of SAPO's loss is missing (the chain rule's tau "
+                                          "cancels its 1 / tau): the weight is 4 sigma(u)(1 - sigma(u)) rho A"),
+        (rho / math.cosh(1.05 * u / 2) ** 2, "that uses sapo_temperature_neg = 1.05; a positive advantage takes "
+                                             "sapo_temperature_pos = 1"),
+        (-_sapo_weight(), "the sign is flipped: the weight is -d loss / d ln pi, positive for A > 0"),
     )
 
 
@@ -452,6 +516,12 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-dapo-weight": NumericExercise(
         17, 'dapo\'s weight (times L_max) on each token of "05"', lambda: _dapo_weight("dapo"), 0.002,
         _dapo_mistakes),
+    "ex-ch17-shrink": NumericExercise(
+        17, "the group-mean estimate's mean squared error on the one-step toy at G = 8", _shrink_mse, 0.0001,
+        _shrink_mistakes()),
+    "ex-ch17-sapo-weight": NumericExercise(
+        17, f"SAPO's weight -d loss / d ln pi on a token with A = +1 and rho = {SAPO_RATIO}", _sapo_weight, 0.002,
+        _sapo_mistakes),
     "kl_estimators": _KL_ESTIMATORS,
     "ex-ch19-bytes": NumericExercise(
         19, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",
