@@ -42,8 +42,12 @@ def test_students_slips_are_named():
     assert "upside down" in check("ex-ch20-sequence-weight", 0.25 / 0.5 * 0.6 / 0.8)
     assert "averages the token ratios" in check("ex-ch20-sequence-weight", (2 + 0.8 / 0.6) / 2)
     assert "below the cap" in check("ex-ch20-sequence-weight", 0)
+    assert "take its exponential" in check("ex-ch20-sequence-weight", math.log(0.5 / 0.25) + math.log(0.8 / 0.6))
+    assert "token mode" in check("ex-ch20-sequence-weight", 0.5 / 0.25)
     assert "sum over the tokens" in check("ex-ch20-opsm-kl", 0.8 + 0.7 + 0.6)
     assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
+    k3 = np.mean([math.exp(-g) - 1 + g for g in (0.8, 0.7, 0.6)])          # r - 1 - ln r, r = pi_theta / pi_samp
+    assert "k3 estimate" in check("ex-ch20-opsm-kl", k3)
 
 
 def test_the_coding_exercise_passes_the_library_and_names_each_slip():

@@ -446,6 +446,9 @@ def _sequence_weight_mistakes() -> tuple[tuple[float, str], ...]:
         (1 / product, "that is upside down: the weight is pi_old / pi_samp, the trainer's probability over the "
                       "engine's"),
         (sum(ratios) / 2, "that averages the token ratios; a sequence's ratio is their product"),
+        (math.log(product), "that is the summed log gap, the log of the weight; take its exponential"),
+        (ratios[0], "that is the first token's weight in a token mode; the sequence modes give the whole answer one "
+                    "weight, the product of its token ratios"),
         (0.0, f"the ratio {product:.4f} is below the cap {IS_CAP:g}, so sequence_mask keeps it"),
     )
 
@@ -470,6 +473,8 @@ def _opsm_mistakes() -> tuple[tuple[float, str], ...]:
          "that compares the logs of the log-probabilities; subtract the log-probabilities themselves"),
         (1.0, "that is the mask's value (1: the sequence is kept); the question asks for the measure the mask "
               "compares with delta, the mean of log pi_samp - log pi_theta over the tokens"),
+        (float(np.mean(np.expm1(-gaps) + gaps)), "that is chapter 17's k3 estimate; the mask averages the plain "
+                                                  "log-probability gap (k1), log pi_samp - log pi_theta"),
     )
 
 

@@ -19,7 +19,8 @@ LENGTH = Slider("L", "tokens L", 1, 8, 1, 4, fmt="d")
 
 CAP = Slider("cap", "cap C", 1.5, 5.0, 0.125, 3.0)
 
-#: The per-token spread of ln(pi_old / pi_samp): from a bf16 engine's (about 0.01) to a far-stale one's.
+#: The per-token spread of ln(pi_old / pi_samp), 0.04 to 1: a bf16 engine's (below 0.01) lies left of it, a far-stale one's
+#: (0.9 at k = 8 in chapter 20) at its right end.
 SIGMA = np.round(np.arange(1, 26) / 25, 2)
 
 #: Each curve's label: no correction, TRL's truncation and TRL's mask.
