@@ -576,14 +576,18 @@ class GRPOTrainer:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
                                      f"{quantity} is {float(value.detach())}; training stopped before the update")
 
-    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real))
+    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real),
+             max_answers=optional(at_least(1)))
     def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
-              checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
+              checkpoint_every: int | None = None, max_seconds: float | None = None,
+              max_answers: int | None = None) -> "GRPOTrainer":
         """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
         where the uninterrupted one does), evaluating every ``eval_every``.
 
         ``max_seconds`` stops earlier, once ``train_seconds`` (training wall time, evaluation excluded)
-        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s").
+        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s"). ``max_answers``
+        stops likewise once the answers sampled (every round's, ``metrics["answers"]``) reach it: a budget of
+        answers, which dynamic sampling spends faster per step (chapter 18).
 
         With ``checkpoint_path`` a checkpoint is written every ``checkpoint_every`` steps and at the
         end; a step that produces a NaN or inf raises ``FloatingPointError`` before any checkpoint
@@ -598,7 +602,8 @@ class GRPOTrainer:
                 self.evaluate()
             for i in range(steps):
                 row = self.step()
-                out_of_time = max_seconds is not None and self.train_seconds >= max_seconds
+                out_of_time = (max_seconds is not None and self.train_seconds >= max_seconds) or \
+                    (max_answers is not None and sum(self.metrics["answers"]) >= max_answers)
                 if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_time) \
                         and self.evals["step"][-1] != self.step_count:
                     self.evaluate()
