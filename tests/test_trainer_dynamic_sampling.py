@@ -124,3 +124,13 @@ def test_a_rollout_engine_is_refused():
     config = GRPOConfig(**SMALL, steps=1, drop_zero_variance=True, refill_batches=1)
     with pytest.raises(ValueError, match="refill_batches > 0 \\(dynamic sampling\\) needs sampler=PolicySampler"):
         GRPOTrainer(GPT(GPTConfig()), TASK, config, sampler=RolloutEngineSampler())
+
+
+def test_a_budget_of_answers_stops_at_the_first_step_that_reaches_it(warm):
+    """train(max_answers=...): dynamic sampling's steps cost different answers, so the budget, not the step
+    count, ends the run, at the first step whose answers reach it, evaluated there."""
+    run = trainer(warm, steps=10).train(progress=False, max_answers=5 * P * G)
+    answers = np.cumsum(run.metrics["answers"])
+    assert answers[-1] >= 5 * P * G > answers[-2] and run.evals["step"][-1] == run.step_count < 10
+    with pytest.raises(ValueError, match="max_answers must be an integer >= 1"):
+        trainer(warm).train(max_answers=0)

@@ -13,7 +13,7 @@ from rl4llm.llm.ratios import ImportanceRatio
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer
 from rl4llm.trl.knobs import KNOBS, knob_table, trl_config_kwargs
-from test_loss_types_trl import random_batch, trl_stub, trl_trainer
+from test_loss_types_trl import random_batch, trl_inputs, trl_stub, trl_trainer
 
 TASK = AdditionTask(seed=0)
 CHANGED = {"sapo_temperature_pos": 2.0, "sapo_temperature_neg": 0.5, "vespo_k_pos": 1.0, "vespo_lambda_pos": 0.5,
@@ -66,12 +66,7 @@ def test_our_values_reach_trls_compute_loss_identically(loss_type, level, tmp_pa
     stub = trl_stub(args.loss_type, args.importance_sampling_level, their_logp, beta=args.beta,
                     eps_low=args.epsilon, eps_high=args.epsilon_high, delta=args.delta,
                     bias_correction=args.use_bias_correction_kl, knobs={n: getattr(args, n) for n in SOFT_KNOBS}, T=T)
-    inputs = {"prompt_ids": torch.zeros(len(mask), 1, dtype=torch.long),
-              "prompt_mask": torch.ones(len(mask), 1, dtype=torch.long),
-              "completion_ids": torch.zeros_like(mask, dtype=torch.long), "completion_mask": mask,
-              "advantages": advantages, "old_per_token_logps": old, "ref_per_token_logps": ref,
-              "num_items_in_batch": mask.sum()}
-    theirs = trl_trainer.GRPOTrainer._compute_loss(stub, None, inputs)
+    theirs = trl_trainer.GRPOTrainer._compute_loss(stub, None, trl_inputs(old, ref, advantages, mask))
     (their_grad,) = torch.autograd.grad(theirs, their_logp)
     torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(our_grad, their_grad, rtol=1e-10, atol=1e-12)

@@ -477,8 +477,9 @@ class GRPOTrainer:
 
     def dynamic_rollout(self) -> Batch:
         """DAPO's dynamic sampling (chapter 18), verl's rule (``algorithm.filter_groups``): draw rounds of
-        ``prompts_per_step`` prompts, the next ones of the shuffled epochs (:func:`prompt_indices`), each
-        scored and its flat groups dropped, until the kept groups number at least ``prompts_per_step``; train on
+        ``prompts_per_step`` prompts, the next ones of the shuffled epochs (:func:`prompt_indices`; a step whose
+        rounds run into the next epoch can draw a prompt twice, as verl's can), each scored and its flat groups
+        dropped, until the kept groups number at least ``prompts_per_step``; train on
         the first ``prompts_per_step`` of them in the order drawn (the rest are sampled, counted, and unused).
         A step that still lacks them after ``1 + refill_batches`` rounds stops training with RuntimeError, as
         verl's does once ``max_num_gen_batches`` rounds fell short."""
