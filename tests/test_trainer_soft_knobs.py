@@ -32,7 +32,8 @@ def test_the_fields_are_trls_names_and_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("sapo_temperature_pos", 0.0, "sapo_temperature_pos must be"), ("sapo_temperature_neg", -1.0, "sapo_temperature_neg"),
+    ("sapo_temperature_pos", 0.0, "sapo_temperature_pos must be"),
+    ("sapo_temperature_neg", -1.0, "sapo_temperature_neg"),
     ("vespo_k_pos", -0.5, "vespo_k_pos must be"), ("vespo_lambda_neg", 0.0, "vespo_lambda_neg must be"),
     ("vespo_k_neg", float("nan"), "vespo_k_neg"),
 ])

@@ -387,10 +387,10 @@ class GRPOTrainer:
     with dynamic sampling); and the book's own ``step``, ``ratio`` (mean ratio), ``answers`` and ``tokens``
     (sampled answers and tokens, every round's) and ``seconds`` (wall time of the step). With dynamic
     sampling, ``reward``, ``reward_std``, ``frac_reward_zero_std`` and the lengths are over every answer
-    sampled, every round's (verl logs them over the trained batch). TRL logs one row per inner step; an outer step's row here
-    holds the mean over its K inner steps (loss, gradient norm, clip ratios, ratio), and the entropy and
-    KL of the first (the sampling policy's); each step's K region clip ratios are in
-    ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
+    sampled, every round's (verl logs them over the trained batch). TRL logs one row per inner step; an
+    outer step's row here holds the mean over its K inner steps (loss, gradient norm, clip ratios,
+    ratio), and the entropy and KL of the first (the sampling policy's); each step's K region clip
+    ratios are in ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
     (``clip_fraction``, ``zero_variance_share``, ``completion_length``). ``evals`` holds ``step``,
     ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
     excluded), at step 0, every ``eval_every`` steps and at the end.
@@ -548,7 +548,8 @@ class GRPOTrainer:
                 **loss_metrics(stats, entropy.detach(), mask, batch.ref_logp is not None)}
 
     def step(self) -> dict:
-        """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
+        """One outer GRPO step: ``update(rollout())`` (``update(dynamic_rollout())`` with ``refill_batches``),
+        timed and logged. Returns its metrics."""
         start = time.perf_counter()
         batch = self.dynamic_rollout() if self.config.refill_batches else self.rollout()
         stats = self.update(batch)
@@ -603,17 +604,17 @@ class GRPOTrainer:
                 self.evaluate()
             for i in range(steps):
                 row = self.step()
-                out_of_time = (max_seconds is not None and self.train_seconds >= max_seconds) or \
+                out_of_budget = (max_seconds is not None and self.train_seconds >= max_seconds) or \
                     (max_answers is not None and sum(self.metrics["answers"]) >= max_answers)
-                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_time) \
+                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_budget) \
                         and self.evals["step"][-1] != self.step_count:
                     self.evaluate()
                 bar.set_postfix(reward=f"{row['reward']:.3f}", acc=f"{self.evals['accuracy'][-1]:.3f}")
                 bar.update()
-                if checkpoint_path and (i == steps - 1 or out_of_time
+                if checkpoint_path and (i == steps - 1 or out_of_budget
                                         or (checkpoint_every and self.step_count % checkpoint_every == 0)):
                     self.save(checkpoint_path)
-                if out_of_time:
+                if out_of_budget:
                     break
         return self
 
