@@ -134,3 +134,14 @@ def test_a_budget_of_answers_stops_at_the_first_step_that_reaches_it(warm):
     assert answers[-1] >= 5 * P * G > answers[-2] and run.evals["step"][-1] == run.step_count < 10
     with pytest.raises(ValueError, match="max_answers must be an integer >= 1"):
         trainer(warm).train(max_answers=0)
+
+
+def test_trl_has_no_dynamic_sampling_so_the_bridge_refuses_it():
+    """TRL 1.16 draws one batch a step and keeps flat groups in it: the bridge refuses refill_batches > 0, and
+    with allow_unsupported maps the rest (one round a step, flat groups kept), as for drop_zero_variance."""
+    from rl4llm.trl.knobs import KNOBS, trl_config_kwargs
+    config = GRPOConfig(drop_zero_variance=True, refill_batches=2)
+    with pytest.raises(ValueError, match="refill_batches=2 \\(DAPO's dynamic sampling: drop flat groups and refill"):
+        trl_config_kwargs(config)
+    assert KNOBS["refill_batches"] == (None, 18)
+    assert trl_config_kwargs(config, allow_unsupported=True) == trl_config_kwargs(GRPOConfig(), allow_unsupported=True)
