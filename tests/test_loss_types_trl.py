@@ -49,6 +49,15 @@ def trl_stub(loss_type, level, logp, *, beta, eps_low, eps_high, delta, bias_cor
         max_completion_length=T)
 
 
+def trl_inputs(old, ref, advantages, mask) -> dict:
+    """The batch ``_compute_loss`` reads (prompts and completion ids unused by the stub)."""
+    return {"prompt_ids": torch.zeros(len(mask), 1, dtype=torch.long),
+            "prompt_mask": torch.ones(len(mask), 1, dtype=torch.long),
+            "completion_ids": torch.zeros_like(mask, dtype=torch.long), "completion_mask": mask,
+            "advantages": advantages, "old_per_token_logps": old, "ref_per_token_logps": ref,
+            "num_items_in_batch": mask.sum()}
+
+
 #: (loss_type, importance_sampling_level): every TRL loss type at the token level, GSPO, and LUSPO and
 #: SAPO at the sequence level (LUSPO's intended setting).
 CASES = [(t, "token") for t in TRL_LOSS_TYPES] + [("grpo", "sequence"), ("luspo", "sequence"),
@@ -86,12 +95,7 @@ def test_loss_gradient_and_metrics_equal_trls(loss_type, level, setting, seed):
     their_logp = logp.clone().requires_grad_(True)
     stub = trl_stub(loss_type, level, their_logp, beta=beta, eps_low=eps_low, eps_high=eps_high, delta=delta,
                     bias_correction=bias_correction, knobs=knobs, T=T)
-    inputs = {"prompt_ids": torch.zeros(len(mask), 1, dtype=torch.long),
-              "prompt_mask": torch.ones(len(mask), 1, dtype=torch.long),
-              "completion_ids": torch.zeros_like(mask, dtype=torch.long), "completion_mask": mask,
-              "advantages": advantages, "old_per_token_logps": old, "ref_per_token_logps": ref,
-              "num_items_in_batch": mask.sum()}
-    theirs = trl_trainer.GRPOTrainer._compute_loss(stub, None, inputs)
+    theirs = trl_trainer.GRPOTrainer._compute_loss(stub, None, trl_inputs(old, ref, advantages, mask))
     (their_grad,) = torch.autograd.grad(theirs, their_logp)
     torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(our_grad, their_grad, rtol=1e-10, atol=1e-12)

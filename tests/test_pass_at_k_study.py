@@ -96,15 +96,24 @@ def test_prefilter_keeps_the_prompts_with_a_pass_rate_strictly_between_0_and_1(t
 
 
 def test_prefilter_study_samples_equal_answers_in_every_arm(task, warm):
+    """The plain and drop arms buy the pre-filter's answers as steps; dynamic sampling spends the plain arm's
+    answers in fewer steps, overshooting by less than one step's rounds (at most 10)."""
     pool = restricted_task(task, np.arange(128))
-    config = GRPOConfig(steps=2, prompts_per_step=16, group_size=2, log_kl=False)
+    config = GRPOConfig(steps=2, prompts_per_step=4, group_size=8, log_kl=False)
     assert answers_per_step(config) == 32
     study = prefilter_study(warm, pool, config, n_filter=2, seeds=[0, 1])
     pre, arms = study["prefilter"], study["arms"]
     extra = math.ceil(2 * 128 / 32)                      # the pre-filter's 256 answers buy 8 steps of 32
+    budget = (2 + extra) * 32
     assert set(arms) == set(PREFILTER_ARMS)
-    assert arms["plain"]["steps"] == arms["drop flat groups"]["steps"] == 2 + extra and arms["pre-filtered"]["steps"] == 2
-    assert {arm["answers"] for arm in arms.values()} == {(2 + extra) * 32}
+    for name in ("plain", "drop flat groups", "pre-filtered"):
+        assert np.all(arms[name]["answers"] == budget) and np.all(arms[name]["rounds"] == 1)
+    assert np.all(arms["plain"]["steps"] == 2 + extra) and np.all(arms["drop flat groups"]["steps"] == 2 + extra)
+    assert np.all(arms["pre-filtered"]["steps"] == 2)
+    refill = arms["dynamic sampling (refill)"]
+    assert np.all(refill["answers"] >= budget) and np.all(refill["answers"] < budget + 10 * 32)
+    assert np.all(refill["steps"] < 2 + extra) and np.all(refill["rounds"] > 1)
+    np.testing.assert_allclose(refill["answers"], refill["steps"] * refill["rounds"] * 32)
     assert pre.answers_sampled == 256
     for arm in arms.values():
         assert arm["accuracy"].shape == (2,) and np.all((0 <= arm["accuracy"]) & (arm["accuracy"] <= 1))

@@ -106,9 +106,10 @@ def test_signature_metrics_are_trl_names_and_the_books_own_names():
     assert {"num_tokens", "step_time", "rewards/{reward_func_name}/mean", "completions/mean_terminated_length",
             "kl"} <= trl_names
     # what the book's trainer logs that TRL's _metrics do not: loss, grad_norm, learning_rate come from
-    # transformers' Trainer; step, ratio, tokens and seconds are the book's own
-    assert set(GRPOTrainer.METRICS) - trl_names == {"step", "ratio", "tokens", "seconds", "loss", "grad_norm",
-                                                    "learning_rate"}
+    # transformers' Trainer; num_gen_batches is verl's (dynamic sampling); step, ratio, answers, tokens and
+    # seconds are the book's own
+    assert set(GRPOTrainer.METRICS) - trl_names == {"step", "ratio", "answers", "tokens", "seconds", "loss",
+                                                    "grad_norm", "learning_rate", "num_gen_batches"}
 
 
 def test_bad_input():

@@ -14,9 +14,9 @@ sampled answer to prompt j is right. Two routes measure it here:
 Pre-filtering (DAPO's and ScaleRL's zero-variance filtering done once, offline): ``prefilter`` samples n
 answers of every training prompt under the warm start and keeps the prompts whose pass rate c_j / n is
 neither 0 nor 1, as a task whose training split holds only those (``restricted_task``; the trainer is
-untouched). ``prefilter_study`` trains it beside the plain run and the run that drops flat groups, the
-plain runs given as many extra steps as the pre-filter's answers are worth, so that every arm samples the
-same number of answers.
+untouched). ``prefilter_study`` trains it beside the plain run, the run that drops flat groups, and DAPO's
+dynamic sampling (drop and refill, the trainer's ``refill_batches``), the runs on every prompt given as many
+answers as the pre-filter and its steps cost.
 """
 from __future__ import annotations
 
@@ -145,39 +145,52 @@ def answers_per_step(config: GRPOConfig) -> int:
 
 
 #: The arms of :func:`prefilter_study`: each one's overrides of the base config and whether it trains on
-#: the pre-filtered prompts.
+#: the pre-filtered prompts. Dynamic sampling may draw 9 rounds beyond a step's first: verl's DAPO example's
+#: ``max_num_gen_batches=10``.
 PREFILTER_ARMS = {"plain": ({"drop_zero_variance": False}, False),
                   "drop flat groups": ({"drop_zero_variance": True}, False),
-                  "pre-filtered": ({"drop_zero_variance": False}, True)}
+                  "pre-filtered": ({"drop_zero_variance": False}, True),
+                  "dynamic sampling (refill)": ({"drop_zero_variance": True, "refill_batches": 9}, False)}
 
 
 @checked(n_filter=at_least(2), seeds=seed_list(2, " (a spread needs two runs)"), filter_seed=at_least(0))
 def prefilter_study(policy: GPT, task: AdditionTask, config: GRPOConfig, *, n_filter: int, seeds,
                     filter_seed: int = 0) -> dict:
-    """The pre-filter beside the plain run and the run that drops flat groups, over ``seeds`` (chapter 18).
+    """The pre-filter beside the plain run, the run that drops flat groups and dynamic sampling, over ``seeds``
+    (chapter 18).
 
     The pre-filter samples ``n_filter`` answers of each training prompt of ``task`` under ``policy`` (the
     warm start), once; the pre-filtered arm then trains ``config.steps`` steps on the kept prompts. The
     plain arm (every group in the loss) and the drop arm (flat groups left out of the loss: DAPO's filter
     without its refill) train on every prompt for ``config.steps`` plus the ceil(pre-filter's answers /
-    answers a step) steps those answers would have bought, so every arm samples at least as many answers
-    as the pre-filtered one. Returns ``{"prefilter": PreFilter, "arms": {name: {"steps", "answers",
+    answers a step) steps those answers would have bought, so they sample at least as many answers as the
+    pre-filtered arm. The dynamic-sampling arm (drop and refill, :data:`PREFILTER_ARMS`) spends more answers
+    a step, so it trains until it has sampled as many answers as the plain arm (``train(max_answers=...)``):
+    fewer steps, and less than one step's rounds of answers beyond the plain arm's. Returns ``{"prefilter":
+    PreFilter, "arms": {name: {"steps", "answers" (per seed; the pre-filter's answers counted in its arm),
     "accuracy" (final held-out greedy, per seed), "seconds" (training wall time, per seed; the pre-filter's
-    pass counted in its arm), "flat_first", "flat_last" (mean share of flat groups over the first and the
-    last 5 steps, per seed), "policies"}}}``.
+    pass counted in its arm), "flat_first", "flat_last" (mean share of flat groups among the groups sampled
+    over the first and the last 5 steps, per seed), "rounds" (mean rounds of prompts a step, per seed),
+    "policies"}}}``.
     """
     pre = prefilter(policy, task, n_filter, seed=filter_seed)
     extra = math.ceil(pre.answers_sampled / answers_per_step(config))
+    budget = (config.steps + extra) * answers_per_step(config)          # the plain arm's answers
     arms = {}
     for name, (overrides, filtered) in PREFILTER_ARMS.items():
         steps = config.steps if filtered else config.steps + extra
+        max_answers = budget if overrides.get("refill_batches") else None
         runs = [GRPOTrainer(policy, pre.task if filtered else task,
-                            replace(config, **overrides, steps=steps, seed=seed, eval_every=steps)).train(progress=False)
-                for seed in seeds]
-        flat = np.array([run.metrics["frac_reward_zero_std"] for run in runs])
-        arms[name] = {"steps": steps, "answers": steps * answers_per_step(config) + (pre.answers_sampled if filtered else 0),
+                            replace(config, **overrides, steps=steps, seed=seed, eval_every=steps))
+                .train(progress=False, max_answers=max_answers) for seed in seeds]
+        flat = [run.metrics["frac_reward_zero_std"] for run in runs]
+        arms[name] = {"steps": np.array([run.step_count for run in runs]),
+                      "answers": np.array([sum(run.metrics["answers"]) for run in runs])
+                      + (pre.answers_sampled if filtered else 0),
+                      "rounds": np.array([np.mean(run.metrics["num_gen_batches"]) for run in runs]),
                       "accuracy": np.array([run.evals["accuracy"][-1] for run in runs]),
                       "seconds": np.array([run.train_seconds + (pre.seconds if filtered else 0.0) for run in runs]),
-                      "flat_first": flat[:, :5].mean(axis=1), "flat_last": flat[:, -5:].mean(axis=1),
+                      "flat_first": np.array([np.mean(f[:5]) for f in flat]),
+                      "flat_last": np.array([np.mean(f[-5:]) for f in flat]),
                       "policies": [run.policy for run in runs]}
     return {"prefilter": pre, "arms": arms}

@@ -10,6 +10,8 @@ chapter shows beside the pseudocode:
     3. score them with the verifier (:meth:`rl4llm.llm.tasks.AdditionTask.rewards`);
     4. group advantages A_i = (r_i - mean) / (std + eps) (:func:`rl4llm.llm.grpo.group_advantages`),
        and optionally drop the flat groups (all rewards equal: zero advantage, nothing to learn).
+    With ``refill_batches`` (DAPO's dynamic sampling, chapter 18) :meth:`GRPOTrainer.dynamic_rollout` repeats
+    steps 1-4 on new prompts until ``prompts_per_step`` informative groups are in hand.
 :meth:`GRPOTrainer.update` -> stats
     5. K inner steps of AdamW on :func:`rl4llm.llm.grpo.grpo_loss` (clipped ratio, optional beta k3 KL
        to the frozen warm start), each with gradient clipping.
@@ -41,7 +43,7 @@ from .._checks import (at_least, check_fields, checked, in_range, instance_of, o
                       one_of, positive_real)
 from ..math.credit import group_advantages
 from .grpo import grpo_loss
-from .objectives import eps_for_loss_type
+from .objectives import SOFT_KNOB_RULES, SOFT_KNOBS, eps_for_loss_type
 from ..math.loss_types import LOSS_TYPES
 from .entropy import EntropyControl
 from .evaluation import greedy_accuracy
@@ -71,8 +73,17 @@ class GRPOConfig:
     eps_high: float | None = None   # None: eps_low
     beta: float = 0.0               # weight of the k3 KL to the frozen warm start
     loss_type: str = "grpo"         # aggregation, see rl4llm.llm.grpo.grpo_loss
+    sapo_temperature_pos: float = SOFT_KNOBS["sapo_temperature_pos"]   # SAPO's gate where A > 0 (chapter 17)
+    sapo_temperature_neg: float = SOFT_KNOBS["sapo_temperature_neg"]   # and where A <= 0; TRL's names, defaults
+    vespo_k_pos: float = SOFT_KNOBS["vespo_k_pos"]                     # VESPO's gamma weight (chapter 17): its
+    vespo_lambda_pos: float = SOFT_KNOBS["vespo_lambda_pos"]           # power k and decay lambda where A >= 0,
+    vespo_k_neg: float = SOFT_KNOBS["vespo_k_neg"]                     # and where A < 0; TRL's names and
+    vespo_lambda_neg: float = SOFT_KNOBS["vespo_lambda_neg"]           # defaults
     scale_rewards: bool = True      # divide by the group std (False: Dr. GRPO's r - mean)
     drop_zero_variance: bool = False  # leave groups with equal rewards out of the loss batch
+    refill_batches: int = 0         # DAPO's dynamic sampling (chapter 18; needs drop_zero_variance): draw up to
+                                    # this many more rounds of prompts_per_step new prompts until the step holds
+                                    # prompts_per_step informative groups (verl's max_num_gen_batches - 1); 0: none
     temperature: float = 1.0
     max_new_tokens: int = MAX_COMPLETION_LEN
     eval_every: int = 25            # held-out greedy accuracy every n outer steps (and at the ends)
@@ -81,7 +92,7 @@ class GRPOConfig:
     num_threads: int = 1            # CPU threads while training (results are reproducible at a fixed count)
 
     def __post_init__(self):
-        check_fields(self, CONFIG_RULES, eps_for_loss_type)
+        check_fields(self, CONFIG_RULES, eps_for_loss_type, refill_drops_flat_groups)
 
     def clip(self) -> tuple[float, float]:
         """(eps_low, eps_high) as the loss type's objective reads them, ``eps_high`` filled in: ``eps_low`` for
@@ -95,7 +106,8 @@ class GRPOConfig:
         KL's and the ratio's from the strategies ``kl`` and ``ratio`` (chapter 15's by default)."""
         eps_low, eps_high = self.clip()
         return {"eps_low": eps_low, "eps_high": eps_high, "loss_type": self.loss_type,
-                "max_completion_length": self.max_new_tokens, **kl.loss_options(self.beta), **ratio.loss_options()}
+                "max_completion_length": self.max_new_tokens, **{name: getattr(self, name) for name in SOFT_KNOBS},
+                **kl.loss_options(self.beta), **ratio.loss_options()}
 
 
 def _group_size(G, name):
@@ -125,8 +137,19 @@ CONFIG_RULES = {
     "weight_decay": in_range(0.0, math.inf, high_open=True), "grad_clip": positive_real,
     "beta": in_range(0.0, math.inf, high_open=True), "loss_type": one_of(LOSS_TYPES),
     "temperature": in_range(0.0, math.inf, low_open=True, high_open=True), "max_new_tokens": _max_new_tokens,
-    "eval_every": at_least(1), "num_threads": at_least(1), "device": _device,
+    "eval_every": at_least(1), "num_threads": at_least(1), "device": _device, "refill_batches": at_least(0),
+    **SOFT_KNOB_RULES,
 }
+
+
+def refill_drops_flat_groups(fields):
+    """Relation: ``refill_batches`` > 0 needs ``drop_zero_variance=True``: dynamic sampling refills the batch
+    with informative groups in place of the flat ones it leaves out, so it must leave them out. Required, not
+    implied, so that a config says what it runs."""
+    if fields["refill_batches"] and not fields["drop_zero_variance"]:
+        raise ValueError(f"refill_batches must be 0 unless drop_zero_variance=True (dynamic sampling replaces the "
+                         f"flat groups it drops), got refill_batches={fields['refill_batches']} with "
+                         f"drop_zero_variance=False")
 
 
 #: The strategies of later chapters the trainer takes, each a rule (its fields were checked when it was made),
@@ -158,6 +181,32 @@ def weights_reach_the_loss(args):
         raise ValueError("sampler: loss_type='vespo' needs RolloutEngineSampler(correction=False) here: TRL 1.16 "
                          "folds the engine's importance weights into VESPO's phi, which this trainer's weighted "
                          "advantages cannot express")
+
+
+def refill_samples_with_the_policy(args):
+    """Relation: dynamic sampling (``refill_batches`` > 0) needs the policy to sample. The trainer syncs a
+    rollout engine (chapter 20) once per round drawn, so a stale engine would age by a sync at every refill
+    round, where verl samples every round of a step with the same weights."""
+    if args["config"].refill_batches and not isinstance(args["sampler"], PolicySampler):
+        raise ValueError(f"sampler: refill_batches > 0 (dynamic sampling) needs sampler=PolicySampler(): the "
+                         f"trainer syncs a rollout engine once per round drawn, got {args['sampler']!r}")
+
+
+def levels_as_trl_asks(args):
+    """Relation, a warning as TRL 1.16's ``GRPOTrainer`` gives: a loss type meant for one ratio level
+    (:attr:`rl4llm.math.loss_types.LossType.importance_sampling_level`: LUSPO GSPO's ``"sequence"``, VESPO
+    ``"token"``) runs at the other, but not as its paper set it up (TRL warns and runs it too)."""
+    loss_type, level = args["config"].loss_type, args["ratio"].level
+    meant = LOSS_TYPES[loss_type].importance_sampling_level
+    if meant is not None and level != meant:
+        warnings.warn(f"loss_type={loss_type!r} is meant for ImportanceRatio(level={meant!r}) (TRL 1.16 warns: "
+                      f"importance_sampling_level should be {meant!r}, {LEVEL_REASONS[loss_type]}), got "
+                      f"level={level!r}; it runs, as in TRL", stacklevel=3)
+
+
+#: Why TRL 1.16 asks for its level, for each loss type meant for one (its warning's words).
+LEVEL_REASONS = {"luspo": "to mirror the paper's setup",
+                 "vespo": "since VESPO computes sequence-level importance weights internally"}
 
 
 def config_fits(args):
@@ -207,7 +256,9 @@ def resolve_device(device: str) -> torch.device:
 
 
 def prompt_indices(n_prompts: int, prompts_per_step: int, seed: int, step: int) -> np.ndarray:
-    """The training prompts of outer step ``step`` (counted from 0): shuffled epochs (chapter 15).
+    """The training prompts of outer step ``step`` (counted from 0): shuffled epochs (chapter 15). With
+    dynamic sampling (chapter 18) ``step`` counts rounds drawn instead, refill rounds included, as verl's
+    dataloader runs on.
 
     Epoch e is a permutation of the ``n_prompts`` prompts (numpy's generator seeded with (seed, e)),
     cut into n_prompts // prompts_per_step steps of ``prompts_per_step`` prompts, the incomplete last
@@ -246,7 +297,8 @@ class Batch:
     ``importance_weights`` are what the sampler attaches (None when the policy sampled itself): when a
     rollout engine sampled (chapter 20), ``rollout.logp`` is the engine's, ``trainer_logp`` the
     trainer's rescoring of the kept rows (the loss's log pi_old, as in TRL) and ``importance_weights``
-    TRL's weight of each kept sequence (or token), or None without the correction.
+    TRL's weight of each kept sequence (or token), or None without the correction. ``gen_batches`` counts
+    the rounds of ``prompts_per_step`` prompts sampled into it (more than 1 only with dynamic sampling).
     """
     rollout: Rollout
     rewards: torch.Tensor
@@ -256,6 +308,7 @@ class Batch:
     ref_logp: torch.Tensor | None
     trainer_logp: torch.Tensor | None = None
     importance_weights: torch.Tensor | None = None
+    gen_batches: int = 1
 
     @property
     def tokens(self) -> torch.Tensor:
@@ -283,7 +336,8 @@ CLIP_METRICS = {"clip_ratio/low_mean": "clip_low_fraction", "clip_ratio/high_mea
 UPDATE_METRICS = ("loss", "grad_norm", *CLIP_METRICS, "ratio", "entropy", "kl", "learning_rate")
 METRICS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", *CLIP_METRICS, "ratio",
            "completions/mean_length", "completions/min_length", "completions/max_length",
-           "completions/clipped_ratio", *SAMPLING_METRICS, "loss", "grad_norm", "learning_rate", "tokens", "seconds")
+           "completions/clipped_ratio", *SAMPLING_METRICS, "loss", "grad_norm", "learning_rate", "num_gen_batches",
+           "answers", "tokens", "seconds")
 #: Chapter 15's names for three of them, kept as aliases: each is the same list as its TRL-named metric.
 METRIC_ALIASES = {"clip_fraction": "clip_ratio/region_mean", "zero_variance_share": "frac_reward_zero_std",
                   "completion_length": "completions/mean_length"}
@@ -329,11 +383,14 @@ class GRPOTrainer:
     ``/low_min``, ``/high_max``: see :func:`rl4llm.llm.grpo.grpo_loss`), ``completions/mean_length``,
     ``/min_length``, ``/max_length`` (tokens, EOS included) and ``completions/clipped_ratio`` (share
     cut off at ``max_new_tokens`` without EOS), ``loss``, ``grad_norm`` (before clipping) and
-    ``learning_rate``; and the book's own ``step``, ``ratio`` (mean ratio), ``tokens`` (sampled tokens)
-    and ``seconds`` (wall time of the step). TRL logs one row per inner step; an outer step's row here
-    holds the mean over its K inner steps (loss, gradient norm, clip ratios, ratio), and the entropy and
-    KL of the first (the sampling policy's); each step's K region clip ratios are in
-    ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
+    ``learning_rate``; verl's ``num_gen_batches`` (rounds of ``prompts_per_step`` prompts sampled: 1, or more
+    with dynamic sampling); and the book's own ``step``, ``ratio`` (mean ratio), ``answers`` and ``tokens``
+    (sampled answers and tokens, every round's) and ``seconds`` (wall time of the step). With dynamic
+    sampling, ``reward``, ``reward_std``, ``frac_reward_zero_std`` and the lengths are over every answer
+    sampled, every round's (verl logs them over the trained batch). TRL logs one row per inner step; an
+    outer step's row here holds the mean over its K inner steps (loss, gradient norm, clip ratios,
+    ratio), and the entropy and KL of the first (the sampling policy's); each step's K region clip
+    ratios are in ``clip_fraction_per_inner_step``. :data:`METRIC_ALIASES` keeps chapter 15's names
     (``clip_fraction``, ``zero_variance_share``, ``completion_length``). ``evals`` holds ``step``,
     ``accuracy`` (held-out greedy) and ``train_seconds`` (training wall time so far, evaluation
     excluded), at step 0, every ``eval_every`` steps and at the end.
@@ -341,7 +398,8 @@ class GRPOTrainer:
 
     METRICS = METRICS
 
-    @checked(strategies_agree, entropy_fits, config_fits, weights_reach_the_loss, **STRATEGY_RULES,
+    @checked(strategies_agree, entropy_fits, config_fits, weights_reach_the_loss, refill_samples_with_the_policy,
+             levels_as_trl_asks, **STRATEGY_RULES,
              entropy=instance_of(EntropyControl))
     def __init__(self, policy: GPT, task: AdditionTask, config: GRPOConfig | None = None, *,
                  kl: KLInLoss | KLInReward = KLInLoss(), ratio: ImportanceRatio = ImportanceRatio(),
@@ -362,6 +420,7 @@ class GRPOTrainer:
         self.sample_generator = torch.Generator(device=self.device).manual_seed(cfg.seed + 1)
         self.train_prompts = torch.as_tensor(task.train_prompt_ids, device=self.device)
         self.step_count = 0
+        self.gen_batches = 0         # rounds of prompts drawn so far: step_count, unless dynamic sampling refilled
         self.train_seconds = 0.0
         self.metrics = metric_log()
         self.clip_fraction_per_inner_step: list[list[float]] = []     # one list of K values per outer step
@@ -389,11 +448,12 @@ class GRPOTrainer:
             self.evals[key].append(value)
         return accuracy
 
-    def rollout(self) -> Batch:
-        """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages."""
+    def rollout(self, refill: int = 0) -> Batch:
+        """Steps 1-4 of the text's loop: prompts, G samples of each, rewards, advantages. (``refill`` r > 0: the
+        r-th refill round of dynamic sampling, which draws the prompts after the step's first ones.)"""
         cfg, task, tok, G = self.config, self.task, self.task.tokenizer, self.config.group_size
         chosen = torch.as_tensor(prompt_indices(len(task.train_pairs), cfg.prompts_per_step, cfg.seed,
-                                                self.step_count))                       # 1. the step's prompts
+                                                self.gen_batches + refill))             # 1. the step's prompts
         prompts = self.train_prompts[chosen.to(self.device)]
         model = self.sampler.sync(self.engine, self.policy)        # 2. pi_old = freeze(pi_theta): no gradients;
         try:                                                       #    the sampler records log pi_old
@@ -414,6 +474,25 @@ class GRPOTrainer:
         advantages = group_advantages(shaped, scale=cfg.scale_rewards).view(-1)
         trainer_logp, weights = self.sampler.rescore(self.policy, rollout, keep, cfg.temperature, G)
         return Batch(rollout, rewards, informative, keep, advantages[keep], ref_logp, trainer_logp, weights)
+
+    def dynamic_rollout(self) -> Batch:
+        """DAPO's dynamic sampling (chapter 18), verl's rule (``algorithm.filter_groups``): draw rounds of
+        ``prompts_per_step`` prompts, the next ones of the shuffled epochs (:func:`prompt_indices`; a step whose
+        rounds run into the next epoch can draw a prompt twice, as verl's can), each scored and its flat groups
+        dropped, until the kept groups number at least ``prompts_per_step``; train on
+        the first ``prompts_per_step`` of them in the order drawn (the rest are sampled, counted, and unused).
+        A step that still lacks them after ``1 + refill_batches`` rounds stops training with RuntimeError, as
+        verl's does once ``max_num_gen_batches`` rounds fell short."""
+        cfg = self.config
+        batches = [self.rollout()]
+        while sum(int(b.informative.sum()) for b in batches) < cfg.prompts_per_step * cfg.group_size:
+            if len(batches) > cfg.refill_batches:
+                raise RuntimeError(f"GRPO step {self.step_count + 1}: {len(batches)} rounds of "
+                                   f"{cfg.prompts_per_step} prompts held fewer than {cfg.prompts_per_step} informative "
+                                   f"groups (refill_batches={cfg.refill_batches}); training stopped, as verl stops "
+                                   f"at max_num_gen_batches: the prompts are too hard or too easy for the policy")
+            batches.append(self.rollout(len(batches)))
+        return first_groups(batches, cfg.prompts_per_step, cfg.group_size)
 
     def _reference_logp(self, rollout: Rollout, keep: torch.Tensor) -> torch.Tensor | None:
         """log pi_ref of the kept rows, when the loss's KL (beta > 0) or its log (``log_kl``) needs them."""
@@ -469,11 +548,13 @@ class GRPOTrainer:
                 **loss_metrics(stats, entropy.detach(), mask, batch.ref_logp is not None)}
 
     def step(self) -> dict:
-        """One outer GRPO step: ``update(rollout())``, timed and logged. Returns its metrics."""
+        """One outer GRPO step: ``update(rollout())`` (``update(dynamic_rollout())`` with ``refill_batches``),
+        timed and logged. Returns its metrics."""
         start = time.perf_counter()
-        batch = self.rollout()
+        batch = self.dynamic_rollout() if self.config.refill_batches else self.rollout()
         stats = self.update(batch)
         self.step_count += 1
+        self.gen_batches += batch.gen_batches
         elapsed = time.perf_counter() - start
         self.train_seconds += elapsed
         lengths, last = batch.rollout.mask.sum(dim=1), batch.rollout.completions[:, -1]
@@ -484,6 +565,7 @@ class GRPOTrainer:
                     "completions/mean_length": float(lengths.mean()), "completions/min_length": float(lengths.min()),
                     "completions/max_length": float(lengths.max()),
                     "completions/clipped_ratio": float(((last != tok.eos_id) & (last != tok.pad_id)).float().mean()),
+                    "num_gen_batches": batch.gen_batches, "answers": len(batch.rollout.tokens),
                     "tokens": int(batch.rollout.mask.sum()), "seconds": elapsed} | self.sampler.metrics(batch)
         row = {key: measured[key] if key in measured else stats[key] for key in METRICS}
         for key, value in row.items():
@@ -496,14 +578,18 @@ class GRPOTrainer:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (inner step {inner_step + 1}): the "
                                      f"{quantity} is {float(value.detach())}; training stopped before the update")
 
-    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real))
+    @checked(steps=optional(at_least(0)), checkpoint_every=optional(at_least(1)), max_seconds=optional(positive_real),
+             max_answers=optional(at_least(1)))
     def train(self, steps: int | None = None, *, progress: bool = True, checkpoint_path: str | None = None,
-              checkpoint_every: int | None = None, max_seconds: float | None = None) -> "GRPOTrainer":
+              checkpoint_every: int | None = None, max_seconds: float | None = None,
+              max_answers: int | None = None) -> "GRPOTrainer":
         """Run ``steps`` more outer steps (default: those left to ``config.steps``, so a resumed run ends
         where the uninterrupted one does), evaluating every ``eval_every``.
 
         ``max_seconds`` stops earlier, once ``train_seconds`` (training wall time, evaluation excluded)
-        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s").
+        reaches it; the last step is then evaluated (the benchmark's "accuracy after 60 s"). ``max_answers``
+        stops likewise once the answers sampled (every round's, ``metrics["answers"]``) reach it: a budget of
+        answers, which dynamic sampling spends faster per step (chapter 18).
 
         With ``checkpoint_path`` a checkpoint is written every ``checkpoint_every`` steps and at the
         end; a step that produces a NaN or inf raises ``FloatingPointError`` before any checkpoint
@@ -518,16 +604,17 @@ class GRPOTrainer:
                 self.evaluate()
             for i in range(steps):
                 row = self.step()
-                out_of_time = max_seconds is not None and self.train_seconds >= max_seconds
-                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_time) \
+                out_of_budget = (max_seconds is not None and self.train_seconds >= max_seconds) or \
+                    (max_answers is not None and sum(self.metrics["answers"]) >= max_answers)
+                if (self.step_count % self.config.eval_every == 0 or i == steps - 1 or out_of_budget) \
                         and self.evals["step"][-1] != self.step_count:
                     self.evaluate()
                 bar.set_postfix(reward=f"{row['reward']:.3f}", acc=f"{self.evals['accuracy'][-1]:.3f}")
                 bar.update()
-                if checkpoint_path and (i == steps - 1 or out_of_time
+                if checkpoint_path and (i == steps - 1 or out_of_budget
                                         or (checkpoint_every and self.step_count % checkpoint_every == 0)):
                     self.save(checkpoint_path)
-                if out_of_time:
+                if out_of_budget:
                     break
         return self
 
@@ -543,7 +630,7 @@ class GRPOTrainer:
                 # the global generators: the trainer draws from its own two, but a caller's code may not
                 "torch_rng_state": torch.get_rng_state(),
                 "cuda_rng_states": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else [],
-                "step_count": self.step_count, "train_seconds": self.train_seconds,
+                "step_count": self.step_count, "gen_batches": self.gen_batches, "train_seconds": self.train_seconds,
                 "metrics": self.metrics, "evals": self.evals,
                 "clip_fraction_per_inner_step": self.clip_fraction_per_inner_step} \
             | ({"engine": self.engine.state_dict()} if self.engine is not None else {})
@@ -563,8 +650,8 @@ class GRPOTrainer:
         """Rebuild a trainer from ``save`` on ``device`` (default: the saved config's), any device.
 
         Restored: weights, the frozen reference, AdamW's moments and step counts, the learning-rate
-        schedule's position, the sampling generator (the prompts of a step follow from seed and step,
-        :func:`prompt_indices`), the global torch
+        schedule's position, the sampling generator and the rounds of prompts drawn (the prompts of a round
+        follow from seed and round, :func:`prompt_indices`), the global torch
         generators (CPU, and CUDA on a CUDA device), the step count and every logged metric. On the
         device type it was saved from, continuing it therefore reproduces the uninterrupted run
         bitwise: on a CPU always (at the config's fixed thread count), on CUDA when torch runs its
@@ -595,11 +682,30 @@ class GRPOTrainer:
             if trainer.device.type == "cuda" and len(cuda_states) == torch.cuda.device_count():
                 torch.cuda.set_rng_state_all(cuda_states)
         trainer.step_count, trainer.train_seconds = state["step_count"], state["train_seconds"]
+        trainer.gen_batches = state["gen_batches"]
         trainer.metrics, trainer.evals = metric_log(state["metrics"]), state["evals"]
         trainer.clip_fraction_per_inner_step = state["clip_fraction_per_inner_step"]
         if trainer.engine is not None:
             trainer.engine.load_state_dict(state["engine"])
         return trainer
+
+
+def first_groups(batches: list[Batch], prompts_per_step: int, G: int) -> Batch:
+    """One step's rounds of dynamic sampling as one :class:`Batch` (chapter 18): every answer sampled, and in
+    the loss the first ``prompts_per_step`` informative groups in the order drawn (verl's ``batch[:traj_bsz]``)."""
+    def rows(tensors):           # the kept rows of every round, then the ones that stay
+        parts = [t for t in tensors if t is not None]     # a round with no kept row has none
+        return torch.cat(parts)[stays] if parts else None
+
+    informative = torch.cat([b.informative for b in batches])
+    kept_groups = informative.view(-1, G)[:, 0]
+    trained = (kept_groups & (kept_groups.cumsum(0) <= prompts_per_step)).repeat_interleave(G)
+    stays = trained[informative]
+    rollout = Rollout(*(torch.cat([getattr(b.rollout, name) for b in batches]) for name in ("tokens", "logp", "mask")),
+                      batches[0].rollout.prompt_len)
+    return Batch(rollout, torch.cat([b.rewards for b in batches]), informative, trained,
+                 rows([b.advantages for b in batches]), rows([b.ref_logp for b in batches]),
+                 rows([b.trainer_logp for b in batches]), rows([b.importance_weights for b in batches]), len(batches))
 
 
 def _strategy_state(strategy) -> list:

@@ -15,7 +15,9 @@ Differences by design, which the mapping cannot remove (chapter 16 shows each):
 - the book's warmup multiplies the learning rate by ``(u + 1) / W`` at update ``u``, TRL's by
   ``u / W``; with ``anneal_lr`` the book multiplies warmup and decay, TRL decays from the end of the
   warmup. The schedules agree after the warmup when ``anneal_lr`` is off.
-- ``drop_zero_variance`` (DAPO's dynamic sampling, reduced to dropping flat groups) has no TRL field.
+- ``drop_zero_variance`` (DAPO's dynamic sampling, reduced to dropping flat groups) and ``refill_batches``
+  (its refill, chapter 18) have no TRL field: TRL 1.16 keeps every group in the loss batch (a flat group's
+  advantages are 0) and only logs their share, ``frac_reward_zero_std``.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import torch
 from .._checks import at_least, checked, instance_of, integer_at_least, positive_real
 from ..llm.entropy import EntropyControl
 from ..llm.kl_placement import KLInLoss, KLInReward
-from ..llm.objectives import EPS_MAX
+from ..llm.objectives import EPS_MAX, SOFT_KNOBS
 from ..math.credit import group_advantages
 from .adapters import quiet
 from ..llm.model import GPT
@@ -48,6 +50,7 @@ KNOBS = {
     "eps_high": ("epsilon_high", 14),
     "beta": ("beta", 14),
     "loss_type": ("loss_type", 14),
+    **{name: (name, 17) for name in SOFT_KNOBS},
     "ImportanceRatio.level": ("importance_sampling_level", 18),
     "ImportanceRatio.delta": ("delta", 16),
     "KLInLoss.use_bias_correction_kl": ("use_bias_correction_kl", 17),
@@ -85,6 +88,7 @@ KNOBS = {
     "seed": ("seed", 15),
     "device": ("use_cpu", 15),
     "drop_zero_variance": (None, 15),
+    "refill_batches": (None, 18),
     "eval_every": (None, 15),
     "log_kl": (None, 15),
     "num_threads": (None, 15),
@@ -121,6 +125,10 @@ def trl_can_run(args):
                          f"{config.prompts_per_step * config.group_size}, got {num_processes}")
     if args["allow_unsupported"]:
         return
+    if config.refill_batches:
+        raise ValueError(f"refill_batches={config.refill_batches} (DAPO's dynamic sampling: drop flat groups and "
+                         f"refill the batch) has no TRL 1.16 GRPOConfig field (verl: algorithm.filter_groups); pass "
+                         f"allow_unsupported=True to map the rest, one round a step with flat groups kept")
     if config.drop_zero_variance:
         raise ValueError("drop_zero_variance=True (DAPO's dynamic sampling) has no TRL GRPOConfig field; pass "
                          "allow_unsupported=True to map the rest and keep flat groups in the batch")
@@ -151,7 +159,8 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     prompts_per_step x G of them; that product must divide evenly by ``num_processes``. The std of
     ``scale_rewards=True`` becomes ``"group"``, ``False`` becomes ``"none"``; ``eps_high=None``
     becomes TRL's ``epsilon_high`` explicitly, as the loss type's objective fills it (``eps_low`` for the
-    clip, the cap 5 for CISPO, where TRL's own default of ``epsilon`` would cap every weight at 0.2); :data:`FIXED` is added. ``device="cpu"`` sets
+    clip, the cap 5 for CISPO, where TRL's own default of ``epsilon`` would cap every weight at 0.2); SAPO's
+    and VESPO's knobs go to TRL's fields of the same names; :data:`FIXED` is added. ``device="cpu"`` sets
     ``use_cpu=True``. The strategies' fields go to TRL's fields of :data:`KNOBS`: ``ratio``'s level and
     delta, ``kl``'s ``use_bias_correction_kl``, ``sampler``'s ``off_policy_mask_threshold`` and a
     :class:`~rl4llm.llm.samplers.RolloutEngineSampler`'s correction as TRL's ``vllm_importance_sampling_*``,
@@ -164,7 +173,8 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
     Settings TRL cannot run raise ValueError unless ``allow_unsupported=True``:
     ``drop_zero_variance=True``, since TRL cannot leave flat groups out of the loss batch (mapped, the
     knob is dropped and flat groups stay in the batch with zero advantages: they still count in the
-    token normalisers and the KL term); a rollout engine (``sampler=RolloutEngineSampler(...)``;
+    token normalisers and the KL term), and ``refill_batches`` > 0, since TRL draws one batch a step (mapped,
+    likewise); a rollout engine (``sampler=RolloutEngineSampler(...)``;
     mapped, TRL samples with the policy itself); and, with ``beta > 0``, a KL other than TRL's k3 in the
     loss (``KLInLoss(estimator=...)`` other than ``"k3"`` or ``KLInReward()``; mapped, TRL puts k3 in the loss);
     and Clip-Cov or KL-Cov (``EntropyControl(cov=...)``; mapped, the rest of the entropy knobs without it).
@@ -180,6 +190,7 @@ def trl_config_kwargs(config: GRPOConfig, *, kl: KLInLoss | KLInReward = KLInLos
         "epsilon_high": config.clip()[1],
         "beta": config.beta,
         "loss_type": config.loss_type,
+        **{name: getattr(config, name) for name in SOFT_KNOBS},
         "importance_sampling_level": ratio.level,
         "delta": ratio.delta,
         "use_bias_correction_kl": isinstance(kl, KLInLoss) and kl.use_bias_correction_kl,

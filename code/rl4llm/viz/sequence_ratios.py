@@ -190,3 +190,19 @@ def entropy_figure(regimes: dict, title: str):
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def draw_prefilter_arms(ax, arms: dict) -> None:
+    """The pre-filter study's arms at equal answers sampled (chapter 18; ``prefilter_study``'s ``arms``): each
+    seed's final held-out greedy accuracy as a dot, the arm's median as a bar, and under its name the steps
+    (the range over seeds) its answers bought."""
+    labels = []
+    for x, (colour, (name, arm)) in enumerate(zip(LINE_COLORS, arms.items())):
+        acc, steps = arm["accuracy"], arm["steps"]
+        ax.scatter(np.full(len(acc), x) + np.linspace(-0.08, 0.08, len(acc)), acc, color=colour, s=24, zorder=3)
+        ax.hlines(np.median(acc), x - 0.25, x + 0.25, color=colour, linewidth=2)
+        span = f"{steps.min()}" if steps.min() == steps.max() else f"{steps.min()}-{steps.max()}"
+        labels.append(name.replace(" (", "\n(") + f"\n{span} steps")
+    ax.set_xticks(range(len(arms)), labels, fontsize=8)
+    ax.set_xlim(-0.5, len(arms) - 0.5)
+    ax.set_ylabel("held-out greedy accuracy")
