@@ -169,8 +169,10 @@ def _clip_settings(args):
 
 def token_coefficients(logp, logp_old, mask, advantages, weighting: str, eps_low: float, eps_high: float
                        ) -> np.ndarray:
-    """c_t of ``weighting`` for every token (validated inputs; arrays (n, T), ``advantages`` (n,)):
-    X = sum_t c_t A g_t. Masked tokens get 0."""
+    """c_t of ``weighting`` for every token, where one answer's estimate is X = sum_t c_t A g_t (chapter 18):
+    rho_t = exp(logp_t - logp_old_t), s = exp(mean_t ln rho_t); "sequence_is" prod_t rho_t, "token" rho_t,
+    "gspo" s, "token_clip" rho_t or 0 where PPO's clip binds, "gspo_clip" s or 0 where the clip binds for s,
+    "cispo" min(rho_t, eps_high). Validated inputs, arrays (n, T), ``advantages`` (n,); masked tokens get 0."""
     log_rho = mask * (logp - logp_old)
     rho = np.exp(log_rho)
     A = advantages[:, None] * np.ones_like(rho)

@@ -96,8 +96,8 @@ def miss_at_k(p_right: np.ndarray, t: int, ks) -> list:
 def pass_at_k_chart(curves: dict, ks) -> object:
     """The chance that k answers all miss, 1 - pass@k, over k (both axes logarithmic) for each setting's
     policies (``curves``: name to an array (seeds, steps + 1) of pi(5)), the mean over seeds at every
-    training step (a slider over every step). On a log scale it keeps falling where pass@k itself sits at
-    1 to three decimals."""
+    training step (a slider over every step). On a log scale it keeps falling where pass@k itself sits
+    above 0.999."""
     steps = next(iter(curves.values())).shape[1] - 1
     step = Slider("t", "training step", 0, steps, 1, steps, fmt="d")
     return line_chart(lambda t: [miss_at_k(p, t, ks) for p in curves.values()], [step], x=np.asarray(ks),
