@@ -65,7 +65,7 @@ def estimator_bias_chart():
     """One-step toy: |bias| / |grad J| of each advantage at every G of ``G_ONE_STEP``."""
     return _bars(lambda G: one_step_values(G, "relative_bias"), [G_ONE_STEP], ADVANTAGES, "rloo",
                  xlabel="advantage (one-step toy)", ylabel="|bias| / |∇J|",
-                 headline="only REINFORCE and RLOO are unbiased", readout="RLOO")
+                 headline="REINFORCE and RLOO are unbiased at every G (GRPO only at G = 2)", readout="RLOO")
 
 
 def estimator_mse_chart():
@@ -85,7 +85,7 @@ def aggregation_bias_chart():
 def kl_bias_chart():
     """Each KL estimator's exact bias at every pi(5) of ``PI_5`` (pi_ref the toy)."""
     return _bars(lambda p5: kl_values(p5, "bias"), [PI_5], ESTIMATORS, "k3", xlabel="estimator",
-                 ylabel="bias (nats)", headline="k1 and k3 are unbiased, k2 is not", readout="k3's bias")
+                 ylabel="bias (nats)", headline="k1 and k3 are unbiased; k2 is biased except at π = π_ref", readout="k3's bias")
 
 
 def kl_std_chart():
