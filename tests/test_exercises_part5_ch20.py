@@ -44,6 +44,7 @@ def test_students_slips_are_named():
     assert "below the cap" in check("ex-ch20-sequence-weight", 0)
     assert "take its exponential" in check("ex-ch20-sequence-weight", math.log(0.5 / 0.25) + math.log(0.8 / 0.6))
     assert "token mode" in check("ex-ch20-sequence-weight", 0.5 / 0.25)
+    assert "second token's weight" in check("ex-ch20-sequence-weight", 0.8 / 0.6)
     assert "sum over the tokens" in check("ex-ch20-opsm-kl", 0.8 + 0.7 + 0.6)
     assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
     k3 = np.mean([math.exp(-g) - 1 + g for g in (0.8, 0.7, 0.6)])          # r - 1 - ln r, r = pi_theta / pi_samp

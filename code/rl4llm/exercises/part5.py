@@ -449,6 +449,8 @@ def _sequence_weight_mistakes() -> tuple[tuple[float, str], ...]:
         (math.log(product), "that is the summed log gap, the log of the weight; take its exponential"),
         (ratios[0], "that is the first token's weight in a token mode; the sequence modes give the whole answer one "
                     "weight, the product of its token ratios"),
+        (ratios[1], "that is the second token's weight in a token mode; the sequence modes give the whole answer "
+                    "one weight, the product of its token ratios"),
         (0.0, f"the ratio {product:.4f} is below the cap {IS_CAP:g}, so sequence_mask keeps it"),
     )
 
