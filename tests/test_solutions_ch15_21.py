@@ -42,6 +42,23 @@ def _markdown(path):
 def test_knobs_solution_ppo_step_saturates_in_K():
     got = [round(float(method_runs.run_ppo(steps=1, K=K)[1]), 4) for K in (1, 4, 16, 64, 256)]
     assert got == [0.2408, 0.2569, 0.3026, 0.3639, 0.3639]
+    printed = _stored_output(CH21, "STEP_KNOB = {")
+    assert "for K = 1, 4, 16, 64, 256: 0.2408, 0.2569, 0.3026, 0.3639, 0.3639" in printed
+
+
+def test_knobs_solution_halving_and_doubling_the_step_knob():
+    """Every method's pi(5) after 5 steps (seed 0) falls with the step knob halved and rises with it doubled,
+    and the solution quotes SFT's and GRPO's from the solution cell's output."""
+    knob = {"SFT": "lr", "REINFORCE": "lr", "REINFORCE + baseline": "lr", "TRPO": "delta", "PPO": "lr", "GRPO": "lr"}
+    defaults = {"SFT": 0.5, "TRPO": 0.02}
+    printed = _stored_output(CH21, "STEP_KNOB = {")
+    for name, run in method_runs.METHODS.items():
+        default = defaults.get(name, 1.0)
+        half, as_is, double = (float(run(steps=5, **{knob[name]: f * default})[5]) for f in (0.5, 1, 2))
+        assert half < as_is < double, name
+        assert f"{half:.4f}, {as_is:.4f}, {double:.4f}" in printed, name
+    solution = _solution(CH21, "ex-ch21-knobs")
+    assert "from 0.4448 and 0.8283 around SFT's 0.6449 to 0.7041 and 0.9543 around GRPO's 0.8916" in solution
 
 
 # ----------------------------------------------------------------------------- ex-ch21-samples
@@ -49,8 +66,10 @@ def test_knobs_solution_ppo_step_saturates_in_K():
 def head_start():
     variants = {
         "baseline": (method_runs.run_reinforce_baseline, {}),
+        "grpo unscaled": (method_runs.run_grpo, {"scale": False}),
         "grpo K=1": (method_runs.run_grpo, {"K": 1}),
         "grpo": (method_runs.run_grpo, {}),
+        "grpo wide clip": (method_runs.run_grpo, {"eps_low": 0.99, "eps_high": 0.99}),
         "baseline lr=4": (method_runs.run_reinforce_baseline, {"lr": 4.0}),
     }
     return {label: run_over_seeds(run, range(32), steps=5, **kw)[:, 5]
@@ -58,21 +77,38 @@ def head_start():
 
 
 def test_samples_solution_table(head_start):
-    stated = {"baseline": (0.4470, 0.0093), "grpo K=1": (0.7767, 0.0092), "grpo": (0.8339, 0.0104),
-              "baseline lr=4": (0.9180, 0.0058)}
+    stated = {"baseline": (0.4470, 0.0093), "grpo unscaled": (0.7271, 0.0120), "grpo K=1": (0.7767, 0.0092),
+              "grpo": (0.8339, 0.0104), "grpo wide clip": (0.9569, 0.0039), "baseline lr=4": (0.9180, 0.0058)}
+    solution = _solution(CH21, "ex-ch21-samples")
+    printed = _stored_output(CH21, "VARIANTS = {")
     for label, (mean, se) in stated.items():
         values = head_start[label]
         assert (round(float(values.mean()), 4), round(standard_error(values), 4)) == (mean, se), label
+        assert f"| {mean:.4f} ± {se:.4f} |" in solution and f"{mean:.4f} ± {se:.4f}" in printed, label
 
 
 def test_samples_solution_verdicts(head_start):
-    stated = [("grpo K=1", "baseline", 0.3297, 0.0262), ("grpo", "grpo K=1", 0.0572, 0.0278),
-              ("baseline lr=4", "grpo", 0.0842, 0.0239)]
+    stated = [("grpo unscaled", "baseline", 0.2800, 0.0304), ("grpo K=1", "baseline", 0.3297, 0.0262),
+              ("grpo", "grpo K=1", 0.0572, 0.0278), ("grpo", "grpo unscaled", 0.1068, 0.0318),
+              ("grpo wide clip", "grpo", 0.1230, 0.0225), ("baseline lr=4", "grpo", 0.0842, 0.0239)]
+    printed = _stored_output(CH21, "VARIANTS = {")
     for higher, lower, difference, floor in stated:
         a, b = head_start[higher], head_start[lower]
         assert round(float(a.mean() - b.mean()), 4) == difference
         assert round(noise_floor(a, b), 4) == floor
         assert verdict(a, b).endswith("a real difference")
+        assert f"difference of means +{difference:.4f}, noise floor {floor:.4f} -> a real difference" in printed
+
+
+def test_samples_solution_each_alone_gives_most_and_the_clip_caps_them(head_start):
+    """The reuse alone and the scaling alone each give over 70% of GRPO's lead over the baseline loop; together
+    they give less than the sum, and with the clip widened they give more than GRPO."""
+    mean = {label: float(values.mean()) for label, values in head_start.items()}
+    lead = mean["grpo"] - mean["baseline"]
+    for alone in ("grpo unscaled", "grpo K=1"):
+        assert mean[alone] - mean["baseline"] > 0.7 * lead
+    assert lead < (mean["grpo unscaled"] - mean["baseline"]) + (mean["grpo K=1"] - mean["baseline"])
+    assert mean["grpo wide clip"] > mean["grpo"]
 
 
 def test_samples_solution_grpo_with_one_unscaled_step_is_the_baseline_loop():
@@ -91,6 +127,8 @@ def test_samples_solution_std_divisors():
     assert round(factors[4], 4) == 2.0 and min(factors.values()) == pytest.approx(2.0)
     assert round(factors[1], 4) == round(factors[7], 4) == 3.0237 == round(max(factors.values()), 4)
     assert round(factors[2], 4) == 2.3094
+    printed = _stored_output(CH21, "VARIANTS = {")
+    assert "for k = 1..7: 3.0237, 2.3094, 2.0656, 2.0000, 2.0656, 2.3094, 3.0237" in printed
 
 
 # ----------------------------------------------------------------------------- chapter 21's prose
@@ -422,6 +460,14 @@ def test_ch21_k3_solution():
     grid = np.linspace(-5, 5, 2001)
     values = np.exp(grid) - grid - 1
     assert values.min() == 0.0 and grid[values.argmin()] == 0.0 and np.all(values[grid != 0] > 0)
+    # the solution's arithmetic (KL = 0.6 ln 4, Var k1 = 0.64 (ln 4)^2, Var k3 = 0.16 (3.75 - 2 ln 4)^2)
+    # and the solution cell's output
+    assert round(0.6 * math.log(4), 4) == 0.8318 and round(0.64 * math.log(4) ** 2, 4) == 1.2300
+    assert round(0.16 * (3.75 - 2 * math.log(4)) ** 2, 4) == 0.1529
+    printed = _stored_output(CH21, "k3 of the sampled 5, from grpo_loss")
+    for line in ("k3 of the sampled 5, from grpo_loss: 0.6363", "a sampled wrong answer: k1 = -1.3863, k3 = 1.6137",
+                 "mean k1 = 0.8318, mean k3 = 0.8318, KL(pi_theta || pi_ref) = 0.8318", "variances: k1 1.2300, k3 0.1529"):
+        assert line in printed, line
 
 
 # ----------------------------------------------------------------------------- ex-ch21-write-exact-gradient

@@ -239,8 +239,9 @@ def test_ch21_band_stretches_are_printed():
 
 def test_ch21_knob_table_names_the_books_and_trls_knobs():
     """Chapter 21's table of chapters 15-20: every book knob is a GRPOConfig field or a key of the knob
-    mapping, every TRL field is one the mapping (or the sampler's, with AsyncGRPOConfig's) names, and each
-    row links its chapter's notebook."""
+    mapping, every TRL field is one the mapping (or the sampler's, with AsyncGRPOConfig's) names, the TRL
+    column gives each knob of ``KNOBS`` its field in order ("—" where TRL has none), the legend's "—" is
+    used, and each row links its chapter's notebook."""
     import dataclasses
     from rl4llm.llm.trainer import GRPOConfig
     from rl4llm.trl.knobs import KNOBS, SAMPLER_KNOBS
@@ -254,8 +255,15 @@ def test_ch21_knob_table_names_the_books_and_trls_knobs():
         _, _, _, knobs, fields, _ = row.split("|")
         assert set(re.findall(r"`([^`]+)`", knobs)) <= book_knobs, row
         assert set(re.findall(r"`([^`]+)`", fields)) <= trl_fields, row
+        names, entries = re.findall(r"`([^`]+)`", knobs), re.findall(r"`([^`]+)`|(—)", fields)
+        expected = [KNOBS[name][0] or "—" for name in names if name in KNOBS]
+        if len(expected) == len(names):
+            assert [field or dash for field, dash in entries][:len(names)] == expected, row
         for chapter in re.findall(r"\]\((\d+_\w+\.ipynb)\)", row):
             assert (BOOK / chapter).exists(), chapter
+    assert '"—" in the TRL column marks a book knob that TRL 1.16 has no field for' in prose
+    assert sum(row.count("—") for row in rows) == sum(KNOBS[name][0] is None for row in rows
+                                                      for name in re.findall(r"`([^`]+)`", row.split("|")[3]))
 
 
 @pytest.mark.parametrize("path, cell_id, header", [

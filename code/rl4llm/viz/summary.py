@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import CORRECT_COLOR, LINE_COLORS
+from .style import CORRECT_COLOR, PALETTE
+
+#: One colour per method, no two of the same hue (Okabe-Ito; GRPO in the correct-answer green); a method
+#: not named here falls back to the sky blue.
+METHOD_COLORS = {"SFT": PALETTE["grey"], "REINFORCE": PALETTE["orange"], "REINFORCE + baseline": PALETTE["blue"],
+                 "TRPO": PALETTE["purple"], "PPO": PALETTE["black"], "GRPO": CORRECT_COLOR}
 
 
 def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
@@ -19,7 +24,7 @@ def draw_method_curves(fig, curves: dict) -> None:
     ax = fig.add_subplot(1, 1, 1)
     styles = ["-", "--", "-", "-.", "-", "-"]
     for j, (name, c) in enumerate(curves.items()):
-        color = CORRECT_COLOR if name == "GRPO" else LINE_COLORS[j % len(LINE_COLORS)]
+        color = METHOD_COLORS.get(name, PALETTE["sky"])
         _band(ax, c, color, f"{name} ({c.shape[0]} run{'s' if c.shape[0] > 1 else ''})", styles[j % len(styles)])
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("update step (each RL step samples one group of 8)")
