@@ -7,7 +7,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from rl4llm.math.memory import QWEN25_0_5B, QWEN25_7B, activation_bytes_per_token
+from rl4llm.math.memory import QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, activation_bytes_per_token
 from rl4llm.math.step_time import H100_SXM, prefix_sharing_savings, training_seconds
 from rl4llm.trl import recipes as rc
 
@@ -59,6 +59,50 @@ def test_a_recipe_recounted_by_hand():
 def test_learning_rate_transfers_by_width():
     assert rc.learning_rate(QWEN25_7B, "full") == pytest.approx(3e-4 * 64 / 3584, rel=0.01) == 5.4e-6
     assert rc.learning_rate(QWEN25_7B, "lora") == pytest.approx(10 * 3e-4 * 64 / 3584, rel=0.01)
+    # 3e-4 x 64 / 1536 = 1.25e-5 rounds to 1.2e-5, and LoRA takes 10 times the rounded rate, not 1.3e-4
+    assert rc.learning_rate(QWEN25_1_5B, "full") == 1.2e-5 and rc.learning_rate(QWEN25_1_5B, "lora") == 1.2e-4
+    for shape in rc.MODELS:
+        assert rc.learning_rate(shape, "lora") == pytest.approx(rc.LORA_LR_FACTOR * rc.learning_rate(shape, "full"))
+
+
+# ----------------------------------------------------------------------------- the vLLM server
+def test_server_is_one_tensor_parallel_engine_never_data_parallel():
+    """TRL 1.16's vllm_serve.py: a data-parallel size above 1 "will error out" for dense models (all of these);
+    the server's GPUs split one engine by tensor parallelism, whole heads on each GPU."""
+    import dataclasses
+    from trl.scripts.vllm_serve import ScriptArguments
+    help_text = {f.name: f.metadata["help"] for f in dataclasses.fields(ScriptArguments)}["data_parallel_size"]
+    assert "For dense models, keep this at 1" in help_text
+    for shape in rc.MODELS:
+        with pytest.raises(ValueError, match="data_parallel_size"):
+            rc.vllm_serve_command(shape, 1, data_parallel_size=2)
+    assert rc.tensor_parallel_sizes(QWEN25_0_5B) == (1, 2)          # 14 heads, 2 key-value heads
+    assert rc.tensor_parallel_sizes(QWEN25_1_5B) == (1, 2)          # 12 heads, 2 key-value heads
+    assert rc.tensor_parallel_sizes(QWEN25_7B) == (1, 2, 4)         # 28 heads, 4 key-value heads
+    with pytest.raises(ValueError, match="tensor_parallel_size"):
+        rc.vllm_serve_command(QWEN25_0_5B, 7)                        # 7 divides 14 heads, not 2 key-value heads
+    servers = [r for _, r in FOUND if r.mode == "server"]
+    assert servers and all(r.server_gpus in rc.tensor_parallel_sizes(r.model) for r in servers)
+    assert all("--data-parallel-size" not in r.launch() and "trl vllm-serve" not in r.launch() for r in servers)
+
+
+@pytest.mark.parametrize("shape, k", [(s, k) for s in rc.MODELS for k in rc.tensor_parallel_sizes(s)],
+                         ids=lambda x: getattr(x, "name", str(x)))
+def test_server_command_matches_trls_own(shape, k):
+    """The printed command sets each flag as TRL 1.16's build_command (what the deprecated `trl vllm-serve`
+    runs) sets it, data-parallel size 1 included by omission (vLLM's default; TRL passes 1)."""
+    import shlex
+    from trl.scripts.vllm_serve import ScriptArguments, build_command
+    ours = shlex.split(rc.vllm_serve_command(shape, k))
+    assert ours[:4] == ["VLLM_SERVER_DEV_MODE=1", "vllm", "serve", f"Qwen/{shape.name}"]
+    trl = build_command(ScriptArguments(model=f"Qwen/{shape.name}", tensor_parallel_size=k))
+    assert trl[trl.index("serve") + 1] == f"Qwen/{shape.name}"
+    trl_flags = dict(zip(trl[trl.index("serve") + 2::2], trl[trl.index("serve") + 3::2]))
+    our_flags = dict(zip(ours[4::2], ours[5::2]))
+    assert {flag: trl_flags.get(flag) for flag in our_flags} == our_flags
+    assert trl_flags["--data-parallel-size"] == "1"
+    default = ScriptArguments(model="m").gpu_memory_utilization
+    assert float(our_flags["--gpu-memory-utilization"]) == rc.SERVER_MEMORY_UTILIZATION == default
 
 
 def test_lora_training_skips_the_weight_gradients():

@@ -4,9 +4,13 @@
 GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and chooses, in this order:
 
 1. **where the trainer runs**: colocate trains on every GPU, each also running a vLLM engine that takes
-   ``vllm_gpu_memory_utilization`` of it; server gives k GPUs to ``trl vllm-serve --data-parallel-size k``
-   (at its default 0.9 of the memory) and trains on the rest, k chosen for the longest completion cap
-   that fits and then the fewest seconds per trained sequence (:func:`recipe_seconds`; so it needs 2 GPUs);
+   ``vllm_gpu_memory_utilization`` of it; server gives k GPUs to one vLLM engine, split by tensor
+   parallelism (:func:`vllm_serve_command`: ``vllm serve --tensor-parallel-size k``, 0.9 of each GPU's
+   memory, data parallelism 1, since TRL 1.16's ``trl/scripts/vllm_serve.py`` says of ``data_parallel_size``
+   that for dense models, such as Qwen2.5, a value above 1 "is not supported/useful and will error out"),
+   and trains on the rest. k is one of :func:`tensor_parallel_sizes` (whole heads on every GPU), chosen
+   for the longest completion cap that fits and then the fewest seconds per trained sequence
+   (:func:`recipe_seconds`; so server mode needs 2 GPUs);
 2. **the batch**: each training GPU holds ``GROUPS_PER_GPU`` whole groups of G completions per optimizer
    step (``per_device_train_batch_size`` x ``gradient_accumulation_steps`` = ``GROUPS_PER_GPU`` x G, which
    TRL's own check, generation batch divisible by ``num_generations``, then passes on any number of GPUs);
@@ -19,13 +23,15 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
    the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
 5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
    transferred by width: Adam moves every weight by about the learning rate a step (chapter 15), and a
-   layer's output sums h such moves, so the same change of the function needs lr x 64 / h. LoRA takes
-   ``LORA_LR_FACTOR`` times that: a rule of thumb, not derived here.
+   layer's output sums h such moves, so the same change of the function needs lr x 64 / h, rounded to two
+   significant digits. LoRA takes ``LORA_LR_FACTOR`` times that rounded rate: a rule of thumb, not derived here.
 
 :func:`recipe_seconds` then estimates the step with ``rl4llm.math.step_time``: sampling at 60% of the
 bandwidth, training at 40% of the peak FLOP/s with two extra forward passes (the recomputation of
 checkpointing and the old log-probs TRL computes for its vLLM correction), and the weight sync. Every
-completion is assumed to run to T, so the seconds are an upper bound for the length.
+completion is assumed to run to T, so the seconds are an upper bound for the length. A server of k
+tensor-parallel GPUs is counted as one GPU with k times the bandwidth, FLOP/s and memory: the all-reduces
+tensor parallelism adds at every layer are left out, so its sampling seconds are a lower bound for k > 1.
 """
 from __future__ import annotations
 
@@ -45,8 +51,14 @@ from ..math.step_time import H100_SXM, generation_seconds, training_seconds, wei
 MODELS = (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B)
 #: vLLM's two modes in TRL 1.16 and the two kinds of fine-tuning.
 MODES, TUNINGS = ("colocate", "server"), ("full", "lora")
-#: The share of a vLLM server's GPU memory (``trl vllm-serve``'s default).
+#: The share of a vLLM server's GPU memory (the default of TRL 1.16's ``vllm_serve.ScriptArguments``, passed
+#: to ``vllm serve`` as ``--gpu-memory-utilization``).
 SERVER_MEMORY_UTILIZATION = 0.9
+#: The flags TRL 1.16 adds to every ``vllm serve`` it expects (``trl/scripts/vllm_serve.py``'s ``build_command``
+#: and ``VLLMClient``'s docstring): NCCL weight transfer, log-probs after temperature, no cap on log-probs; its
+#: weight-transfer endpoints also need ``VLLM_SERVER_DEV_MODE=1`` in the server's environment.
+VLLM_SERVE_FLAGS = ("--weight-transfer-config '{\"backend\": \"nccl\"}' --logprobs-mode processed_logprobs "
+                    "--max-logprobs -1")
 #: Share of each GPU kept free for what the count leaves out (CUDA context, allocator, vLLM's CUDA graphs): a guess.
 HEADROOM = 0.1
 #: Prompt tokens, and whole groups a training GPU holds per optimizer step.
@@ -117,16 +129,39 @@ class Recipe:
             parts.append(f'peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")')
         if self.mode == "server":
             devices = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
-            parts.append(f"CUDA_VISIBLE_DEVICES={devices} trl vllm-serve --model Qwen/{self.model.name} "
-                         f"--data-parallel-size {self.server_gpus}")
+            parts.append(f"CUDA_VISIBLE_DEVICES={devices} " + vllm_serve_command(self.model, self.server_gpus))
         return "; ".join(parts)
 
 
+def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ...]:
+    """The tensor-parallel sizes k <= ``max_gpus`` that give every GPU whole query heads, whole key-value heads
+    and an equal share of the MLP's columns: k divides ``n_heads``, ``n_kv_heads`` and ``intermediate_size``
+    (Qwen2.5-0.5B: 14 heads and 2 key-value heads, so 1 or 2)."""
+    return tuple(k for k in range(1, max_gpus + 1)
+                 if shape.n_heads % k == 0 and shape.n_kv_heads % k == 0 and shape.intermediate_size % k == 0)
+
+
+def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1) -> str:
+    """The vLLM server of a server-mode recipe, as TRL 1.16 documents it (``VLLMClient``'s docstring;
+    ``trl vllm-serve`` is deprecated there and only runs this command). Every model here is dense, and TRL's
+    ``vllm_serve.py`` says a data-parallel size above 1 for a dense model "will error out": refused, as is a
+    tensor-parallel size that splits a head (:func:`tensor_parallel_sizes`)."""
+    if data_parallel_size != 1:
+        raise ValueError(f"data_parallel_size must be 1 for a dense model such as {shape.name} (TRL 1.16's "
+                         f"vllm_serve.py, vLLM PR #30739), got {data_parallel_size!r}")
+    if tensor_parallel_size not in tensor_parallel_sizes(shape, max(tensor_parallel_size, 1)):
+        raise ValueError(f"tensor_parallel_size must divide {shape.name}'s {shape.n_heads} heads, "
+                         f"{shape.n_kv_heads} key-value heads and MLP width {shape.intermediate_size}, "
+                         f"got {tensor_parallel_size!r}")
+    return (f"VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/{shape.name} --tensor-parallel-size {tensor_parallel_size} "
+            f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
+
+
 def learning_rate(shape: ModelShape, tuning: str) -> float:
-    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h; LoRA: times ``LORA_LR_FACTOR``;
-    rounded to two significant digits."""
-    full = READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size
-    return float(f"{full * (LORA_LR_FACTOR if tuning == 'lora' else 1):.2g}")
+    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h, rounded to two significant digits
+    (Qwen2.5-1.5B: 3e-4 x 64 / 1536 = 1.25e-5 -> 1.2e-05); LoRA: ``LORA_LR_FACTOR`` times that rounded rate."""
+    full = float(f"{READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size:.2g}")
+    return full if tuning == "full" else float(f"{full * LORA_LR_FACTOR:.2g}")
 
 
 def _engine_bytes(shape: ModelShape, sequences: int, completion_length: int) -> float:
@@ -150,7 +185,8 @@ def recipe(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int
     GPU)."""
     if mode == "colocate":
         return _fit(shape, gpus, tuning, mode, group_size, 0)
-    fits = [r for k in range(1, gpus) if (r := _fit(shape, gpus, tuning, mode, group_size, k)) is not None]
+    fits = [r for k in tensor_parallel_sizes(shape, gpus - 1)
+            if (r := _fit(shape, gpus, tuning, mode, group_size, k)) is not None]
     return min(fits, key=lambda r: (-r.completion_length, recipe_seconds(r)["step"] / r.trainer_gpus), default=None)
 
 
@@ -166,8 +202,9 @@ def _fit(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int, 
                 engine = vllm_memory * M
             else:
                 vllm_memory, engine = SERVER_MEMORY_UTILIZATION, 0.0
-                if 2 * shape.n_params + (PROMPT_LENGTH + T) * kv_bytes_per_token(
-                        shape.n_layers, shape.n_kv_heads, shape.head_dim) > SERVER_MEMORY_UTILIZATION * M:
+                one = 2 * shape.n_params + (PROMPT_LENGTH + T) * kv_bytes_per_token(   # weights, one sequence
+                    shape.n_layers, shape.n_kv_heads, shape.head_dim)
+                if one > server_gpus * SERVER_MEMORY_UTILIZATION * M:             # on the k GPUs together
                     continue
             for m in (m for m in MICRO_BATCHES if sequences % m == 0):
                 train = _train_bytes(shape, tuning, trainer_gpus, group_size, T, m, sharding)
@@ -186,18 +223,20 @@ def recipes(group_size: int = 8, gpu_counts=(1, 8)) -> list[tuple[tuple, Recipe 
 
 def recipe_seconds(r: Recipe) -> dict:
     """A step's seconds (``rl4llm.math.step_time``): ``rollout``, ``train``, ``sync`` and their sum (TRL's
-    steps are synchronous). Colocated, every GPU samples its own sequences inside the memory it gave vLLM;
-    a server's k GPUs share everybody's. The sync: a ZeRO-3 trainer gathers the weights over NVLink first; a
+    ``GRPOTrainer``'s steps are synchronous). Colocated, every GPU samples its own sequences inside the memory
+    it gave vLLM; a server of k tensor-parallel GPUs samples everybody's as one GPU with k times the FLOP/s,
+    bandwidth and memory (its all-reduces left out). The sync: a ZeRO-3 trainer gathers the weights over NVLink first; a
     server receives them over NVLink; a colocated engine copies them within the GPU's memory."""
     shape, psi = r.model, r.model.n_params
     F, W, M = UTILISATION * H100_SXM["bf16_flops"], BANDWIDTH_EFFICIENCY * H100_SXM["memory_bandwidth"], \
         H100_SXM["memory_bytes"]
     sequences = GROUPS_PER_GPU * r.group_size
     kv = kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim)
+    k = 1 if r.mode == "colocate" else r.server_gpus                     # the engine's tensor-parallel GPUs
     engine_sequences, engine_memory = (sequences, r.vllm_memory * M) if r.mode == "colocate" else \
-        (math.ceil(sequences * r.trainer_gpus / r.server_gpus), SERVER_MEMORY_UTILIZATION * M)
-    rollout = generation_seconds(psi, engine_sequences, PROMPT_LENGTH, r.completion_length, flops_per_second=F,
-                                 bandwidth=W, kv_bytes_per_token=kv, memory_bytes=engine_memory)
+        (sequences * r.trainer_gpus, k * SERVER_MEMORY_UTILIZATION * M)
+    rollout = generation_seconds(psi, engine_sequences, PROMPT_LENGTH, r.completion_length, flops_per_second=k * F,
+                                 bandwidth=k * W, kv_bytes_per_token=kv, memory_bytes=engine_memory)
     train = training_seconds(psi, sequences * r.trainer_gpus * (PROMPT_LENGTH + r.completion_length), F,
                              gpus=r.trainer_gpus, extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full")
     hops = (r.sharding == "zero3") + (r.mode == "server")
