@@ -93,18 +93,25 @@ def miss_at_k(p_right: np.ndarray, t: int, ks) -> list:
     return [float(1.0 - pass_at_k(p_right[:, t], int(k)).mean()) for k in ks]
 
 
+def log_miss_at_k(p_right: np.ndarray, t: int, ks) -> list:
+    """log10 of ``miss_at_k``, taken before the chart rounds its data to 6 decimals, so that a chance of
+    7e-12 is stored as -11.14, not as 0; the mean of (1 - p)^k is formed directly, since 1 - pass@k of a
+    pass@k within 1e-12 of 1 keeps only a few digits."""
+    return [float(np.log10(np.mean((1.0 - p_right[:, t]) ** int(k)))) for k in ks]
+
+
 def pass_at_k_chart(curves: dict, ks) -> object:
-    """The chance that k answers all miss, 1 - pass@k, over k (both axes logarithmic) for each setting's
-    policies (``curves``: name to an array (seeds, steps + 1) of pi(5)), the mean over seeds at every
-    training step (a slider over every step). On a log scale it keeps falling where pass@k itself sits
-    above 0.999."""
+    """The chance that k answers all miss, 1 - pass@k, over k for each setting's policies (``curves``: name
+    to an array (seeds, steps + 1) of pi(5)), the mean over seeds at every training step (a slider over every
+    step). Both axes are logarithmic: y is log10 of the chance, computed before the chart stores its data
+    (a stored chance would be rounded to 6 decimals, and every value below 5e-7 would read 0). On that
+    axis it keeps falling where pass@k itself sits above 0.999."""
     steps = next(iter(curves.values())).shape[1] - 1
     step = Slider("t", "training step", 0, steps, 1, steps, fmt="d")
-    return line_chart(lambda t: [miss_at_k(p, t, ks) for p in curves.values()], [step], x=np.asarray(ks),
-                      series=list(curves), xlabel="k (answers drawn)", ylabel="P(all k answers wrong)",
-                      headline="sharpening lowers the chance of k misses at every k", log_x=True, log_y=True,
-                      ydomain=[MISS_FLOOR, 1], styles=["solid", "dashed", "dotted"][:len(curves)], fmt=".2e",
-                      decimals=16)
+    return line_chart(lambda t: [log_miss_at_k(p, t, ks) for p in curves.values()], [step], x=np.asarray(ks),
+                      series=list(curves), xlabel="k (answers drawn)", ylabel="log10 P(all k answers wrong)",
+                      headline="sharpening lowers the chance of k misses at every k", log_x=True,
+                      ydomain=[LOG_MISS_FLOOR, 0], styles=["solid", "dashed", "dotted"][:len(curves)], fmt=".2f")
 
 
 # Every chart of chapter 18, and its numbers from the library alone (tests/test_charts.py).
@@ -118,8 +125,8 @@ def _oracle_chain(L, steps, key, clips=None):
 #: The chapter's trained toys (40 seeds of three settings) and the ks of its pass@k chart.
 PASS_SETTINGS = {"eps 0.2": {}, "clip-higher 0.28": {"eps_high": 0.28}, "entropy bonus 0.1": {"entropy_coef": 0.1}}
 PASS_KS = [1, 2, 4, 8, 16]
-#: The bottom of the miss chart's log axis: below every setting's mean at k = 16 and step 8.
-MISS_FLOOR = 1e-15
+#: The bottom of the miss chart's y axis (log10): below every setting's mean at k = 16 and step 8 (5.8e-14).
+LOG_MISS_FLOOR = -14
 
 
 @lru_cache(maxsize=None)
@@ -137,7 +144,7 @@ CHARTS = (
     Declared("cost", cost_chart, lambda G: (P_RIGHT, [[draws_per_kept_group([p, 1 - p], [1, 0], G) for p in P_RIGHT]]),
              [GROUP]),
     Declared("pass_at_k", lambda: pass_at_k_chart(pass_curves(), PASS_KS),
-             lambda t: (PASS_KS, [[np.mean((1 - p[:, t]) ** k) for k in PASS_KS] for p in pass_curves().values()]),
+             lambda t: (PASS_KS, [[np.log10(np.mean((1 - p[:, t]) ** k)) for k in PASS_KS] for p in pass_curves().values()]),
              [Slider("t", "training step", 0, 8, 1, 8, fmt="d")]),
 )
 

@@ -4,8 +4,9 @@
 NUMBER = 18
 PART, LECTURE = 5, 1
 OBJECTIVE = ("compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
-             "pass@k and its unbiased estimator")
-MINUTES = (55, 70)      # reading its text and code, doing its exercises
+             "pass@k and its unbiased estimator; judge TRL's entropy knobs and Clip-Cov against plain GRPO over "
+             "seeds; measure pass@k over many prompts and compare a pre-filter with dynamic sampling")
+MINUTES = (70, 70)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
