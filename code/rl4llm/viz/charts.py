@@ -206,11 +206,14 @@ def _correct_category(args):
 def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider], *, categories: Sequence[str],
               correct: int, xlabel: str, ylabel: str, headline: str, readout: str,
               outline: Sequence[float] | None = None, outline_label: str = "",
-              level: float | None = None, level_label: str = "", ymax: float = 1.1, fmt: str = ".3f"):
+              level: float | None = None, level_label: str = "", ymax: float = 1.1, fmt: str = ".3f",
+              item: str = "answer", marked: str = "correct"):
     """A bar chart of ``compute(**params)`` (one value per category) bound to ``sliders``.
 
     The title is the sliders' values (``T = 1.00``), with ``headline`` under it; over the bars,
-    ``readout`` (e.g. ``P(5)``) with the correct category's value at that setting. ``outline``:
+    ``readout`` (e.g. ``P(5)``) with the correct category's value at that setting. A screen reader reads
+    each bar as ``"<item> <category>: <value>"``, the ``correct`` one followed by ``(<marked>)``: the
+    toy's answers by default; charts whose bars are methods pass ``item=""`` and their own ``marked``. ``outline``:
     reference bars drawn as a dashed outline (e.g. the model before a change); ``level``: a dotted
     horizontal line (e.g. the uniform distribution); the subtitle names each.
     """
@@ -231,8 +234,8 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
         x=x, y=y, color=colour,
         description=alt.Description("label:N"),
     ).transform_calculate(
-        label=f"'answer ' + datum.token + ': ' + format(datum.value, '{fmt}')"
-              f" + (datum.token === '{right}' ? ' (correct)' : '')")
+        label=f"{vega_string(f'{item} ' if item else '')} + datum.token + ': ' + format(datum.value, '{fmt}')"
+              f" + (datum.token === '{right}' ? {vega_string(f' ({marked})')} : '')")
     # the values printed on the bars, the outline and the level are read out with the bars, not apart
     values = base.mark_text(dy=-7, fontSize=12, aria=False).encode(x=x, y=y, text=alt.Text("value:Q", format=fmt))
     readline = base.transform_filter(f"datum.token === '{right}'").mark_text(

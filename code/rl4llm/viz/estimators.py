@@ -58,7 +58,7 @@ def _top(compute, sliders, names) -> float:
 def _bars(compute, sliders, names, correct: str, **labels):
     names = list(names)
     return bar_chart(compute, sliders, categories=names, correct=names.index(correct),
-                     ymax=_top(compute, sliders, names), **labels)
+                     ymax=_top(compute, sliders, names), item="", marked="read out above the bars", **labels)
 
 
 def estimator_bias_chart():

@@ -68,7 +68,7 @@ def variance_chart():
     return bar_chart(compute, [LENGTH, LEAD], categories=WEIGHTING_LABELS, correct=0,
                      ymax=_top(compute, [LENGTH, LEAD], WEIGHTING_LABELS), xlabel="weighting",
                      ylabel="variance of one answer's estimate", headline="the product weight's variance grows with L",
-                     readout="product")
+                     readout="product", item="", marked="read out above the bars")
 
 
 def clip_chart():
@@ -76,7 +76,8 @@ def clip_chart():
     names = [label for label, *_ in CLIPS]
     return bar_chart(clip_shares, [LENGTH, LEAD], categories=names, correct=3, ymax=1.15, xlabel="clip",
                      ylabel="share of tokens with zero gradient",
-                     headline="CISPO zeroes no token; GSPO's tight clip most", readout="CISPO")
+                     headline="CISPO zeroes no token; GSPO's tight clip most", readout="CISPO", item="",
+                     marked="read out above the bars")
 
 
 def cost_chart():
