@@ -17,8 +17,9 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
 3. **the sharding** (full fine-tuning): the lowest ZeRO stage (none, 2, 3) whose state fits;
 4. ``max_completion_length`` T, the longest of ``COMPLETION_LENGTHS``, and then the micro-batch m
    (``per_device_train_batch_size``), the largest of ``MICRO_BATCHES`` dividing the GPU's sequences, such
-   that one training GPU's bytes (``memory_budget`` with activation checkpointing, the architecture's own
-   activation bytes, the fp32 logits of m completions, no reference model since TRL's ``beta`` is 0) plus
+   that one training GPU's bytes (``memory_budget`` with activation checkpointing, TRL's default, the
+   architecture's own activation bytes, the fp32 logits of m completions, no reference model since TRL's
+   ``beta`` is 0) plus
    the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights and
    the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
 5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
