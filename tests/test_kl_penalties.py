@@ -156,3 +156,24 @@ def test_bad_inputs():
         moved_policy(1.0)
     with pytest.raises(ValueError, match="ref_logits"):
         kl_estimator_moments(Z, LOGITS[:3])
+
+
+def test_the_kl_bias_charts_y_axis_holds_every_bar_at_every_position():
+    """k2's bias is negative at some pi(5): the chart's y domain spans the lowest and highest stored value,
+    with a rule at zero; the charts whose values are never negative keep their axis's foot at 0."""
+    pytest.importorskip("altair")
+    from rl4llm.viz.charts import chart_rows
+    from rl4llm.viz.estimators import ESTIMATORS, kl_bias_chart, kl_std_chart
+
+    def domains(spec):
+        return {tuple(layer["encoding"]["y"]["scale"]["domain"]) for layer in spec["layer"]
+                if "scale" in layer.get("encoding", {}).get("y", {})}
+
+    spec = kl_bias_chart().to_dict()
+    values = [row[k] for row in chart_rows(spec) for k in ESTIMATORS]
+    (low, high), = domains(spec)
+    assert min(values) < -0.1 and low < min(values) and high > max(values) > 0.1
+    assert any(layer.get("mark", {}).get("type") == "rule" and layer.get("data", {}).get("values") == [{"value": 0}]
+               for layer in spec["layer"])
+    (foot, _), = domains(kl_std_chart().to_dict())
+    assert foot == 0

@@ -207,7 +207,7 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
               correct: int, xlabel: str, ylabel: str, headline: str, readout: str,
               outline: Sequence[float] | None = None, outline_label: str = "",
               level: float | None = None, level_label: str = "", ymax: float = 1.1, fmt: str = ".3f",
-              item: str = "answer", marked: str = "correct"):
+              item: str = "answer", marked: str = "correct", ymin: float = 0.0):
     """A bar chart of ``compute(**params)`` (one value per category) bound to ``sliders``.
 
     The title is the sliders' values (``T = 1.00``), with ``headline`` under it; over the bars,
@@ -215,7 +215,8 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     each bar as ``"<item> <category>: <value>"``, the ``correct`` one followed by ``(<marked>)``: the
     toy's answers by default; charts whose bars are methods pass ``item=""`` and their own ``marked``. ``outline``:
     reference bars drawn as a dashed outline (e.g. the model before a change); ``level``: a dotted
-    horizontal line (e.g. the uniform distribution); the subtitle names each.
+    horizontal line (e.g. the uniform distribution); the subtitle names each. ``ymin``: the foot of the
+    y axis (0 unless values go negative; below 0, a solid rule marks zero).
     """
     import altair as alt
 
@@ -225,7 +226,7 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     at_setting = " && ".join(s.filter_expr() for s in sliders)
     settings = " + ', ' + ".join(s.title_expr() for s in sliders)
     x = alt.X("token:N", sort=categories, title=xlabel, axis=alt.Axis(labelAngle=0))
-    y = alt.Y("value:Q", title=ylabel, scale=alt.Scale(domain=[0, ymax]))
+    y = alt.Y("value:Q", title=ylabel, scale=alt.Scale(domain=[ymin if ymin else 0, ymax]))
     # the fields are read as numbers; names in the CSV header may be digits (the toy's tokens)
     data = alt.Data(values=to_csv(rows), format=alt.DataFormat(type="csv", parse={c: "number" for c in rows[0]}))
     base = alt.Chart().transform_filter(at_setting).transform_fold(categories, as_=["token", "value"])
@@ -243,6 +244,9 @@ def bar_chart(compute: Callable[..., Sequence[float]], sliders: Sequence[Slider]
     ).encode(text=alt.Text("line:N")).transform_calculate(
         line=f"{vega_string(readout + ' = ')} + format(datum.value, '.4f')")
     layers = [bars, values, readline]
+    if ymin < 0:
+        layers.insert(0, alt.Chart(alt.Data(values=[{"value": 0}])).mark_rule(
+            color="black", strokeWidth=0.8, aria=False).encode(y="value:Q"))
     notes = []
     if outline is not None:
         ref = [{"token": c, "value": rounded(v)} for c, v in zip(categories, outline)]

@@ -51,14 +51,18 @@ def kl_values(p5: float, key: str) -> tuple:
     return tuple(m[k]["bias"] if key == "bias" else math.sqrt(m[k]["variance"]) for k in ESTIMATORS)
 
 
-def _top(compute, sliders, names) -> float:
-    return 1.15 * max(row[n] for row in grid(compute, sliders, names) for n in names)
+def _span(compute, sliders, names) -> tuple[float, float]:
+    """The y axis's foot and top: 0 (or 1.15 times the lowest value, if one is negative) and 1.15 times the
+    highest value, over every position of the sliders, so every bar at every setting is drawn whole."""
+    values = [row[n] for row in grid(compute, sliders, names) for n in names]
+    return 1.15 * min(min(values), 0.0), 1.15 * max(values)
 
 
 def _bars(compute, sliders, names, correct: str, **labels):
     names = list(names)
-    return bar_chart(compute, sliders, categories=names, correct=names.index(correct),
-                     ymax=_top(compute, sliders, names), item="", marked="read out above the bars", **labels)
+    low, high = _span(compute, sliders, names)
+    return bar_chart(compute, sliders, categories=names, correct=names.index(correct), ymin=low,
+                     ymax=high, item="", marked="read out above the bars", **labels)
 
 
 def estimator_bias_chart():
