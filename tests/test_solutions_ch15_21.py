@@ -47,18 +47,46 @@ def test_knobs_solution_ppo_step_saturates_in_K():
 
 
 def test_knobs_solution_halving_and_doubling_the_step_knob():
-    """Every method's pi(5) after 5 steps (seed 0) falls with the step knob halved and rises with it doubled,
-    and the solution quotes SFT's and GRPO's from the solution cell's output."""
+    """Over 32 seeds, every sampling method's mean pi(5) after 5 steps falls with the step knob halved and rises
+    with it doubled, each a real difference (SFT, deterministic, on its one run); the solution quotes SFT's and
+    GRPO's from the solution cell's output."""
     knob = {"SFT": "lr", "REINFORCE": "lr", "REINFORCE + baseline": "lr", "TRPO": "delta", "PPO": "lr", "GRPO": "lr"}
     defaults = {"SFT": 0.5, "TRPO": 0.02}
     printed = _stored_output(CH21, "STEP_KNOB = {")
     for name, run in method_runs.METHODS.items():
         default = defaults.get(name, 1.0)
-        half, as_is, double = (float(run(steps=5, **{knob[name]: f * default})[5]) for f in (0.5, 1, 2))
-        assert half < as_is < double, name
-        assert f"{half:.4f}, {as_is:.4f}, {double:.4f}" in printed, name
+        if name == "SFT":
+            half, as_is, double = (float(run(steps=5, **{knob[name]: f * default})[5]) for f in (0.5, 1, 2))
+            assert half < as_is < double
+            assert f"{half:.4f}, {as_is:.4f}, {double:.4f}" in printed
+            continue
+        half, as_is, double = (run_over_seeds(run, range(32), steps=5, **{knob[name]: f * default})[:, 5]
+                               for f in (0.5, 1, 2))
+        assert verdict(as_is, half).endswith("a real difference") and as_is.mean() > half.mean(), name
+        assert verdict(double, as_is).endswith("a real difference") and double.mean() > as_is.mean(), name
+        assert ", ".join(f"{v.mean():.4f} ± {standard_error(v):.4f}" for v in (half, as_is, double)) in printed, name
     solution = _solution(CH21, "ex-ch21-knobs")
-    assert "from 0.4448 and 0.8283 around SFT's 0.6449 to 0.7041 and 0.9543 around GRPO's 0.8916" in solution
+    assert "from 0.4448 and 0.8283 around SFT's 0.6449 to 0.7522 and 0.9346 around GRPO's 0.8339" in solution
+    assert "on seed 0 (the cell below" not in solution
+
+
+def test_knobs_solution_K_over_32_seeds():
+    """PPO's mean pi(5) after 5 steps rises with each doubling of K (2, 4, 8), every step a real difference; GRPO's
+    rises too, but only K = 8 against K = 2 clears its noise floor. The solution states both."""
+    printed = _stored_output(CH21, "STEP_KNOB = {")
+    solution = _solution(CH21, "ex-ch21-knobs")
+    stated = {"PPO": (0.6843, 0.7620, 0.8162), "GRPO": (0.8043, 0.8339, 0.8530)}
+    for name, means in stated.items():
+        by_K = {K: run_over_seeds(method_runs.METHODS[name], range(32), steps=5, K=K)[:, 5] for K in (2, 4, 8)}
+        assert tuple(round(float(v.mean()), 4) for v in by_K.values()) == means, name
+        assert ", ".join(f"{v.mean():.4f} ± {standard_error(v):.4f}" for v in by_K.values()) in printed, name
+        for more, fewer in ((4, 2), (8, 4), (8, 2)):
+            real = verdict(by_K[more], by_K[fewer]).endswith("a real difference")
+            assert real == (name == "PPO" or (more, fewer) == (8, 2)), (name, more, fewer)
+            assert f"K = {more} minus K = {fewer}: {verdict(by_K[more], by_K[fewer])}" in printed
+    assert "from 0.6843 to 0.7620 to 0.8162 for $K$ = 2, 4 and 8, each doubling a real difference" in solution
+    assert "from 0.8043 to 0.8339 to 0.8530: neither doubling alone clears its noise floor" in solution
+    assert "(+0.0487, floor 0.0311)" in solution and "difference of means +0.0487, noise floor 0.0311" in printed
 
 
 # ----------------------------------------------------------------------------- ex-ch21-samples
@@ -115,6 +143,20 @@ def test_samples_solution_grpo_with_one_unscaled_step_is_the_baseline_loop():
     for seed in range(32):
         np.testing.assert_allclose(method_runs.run_grpo(K=1, scale=False, seed=seed),
                                    method_runs.run_reinforce_baseline(seed=seed), atol=1e-12)
+    printed = _stored_output(CH21, "VARIANTS = {")
+    assert "run_grpo(K=1, scale=False) equals run_reinforce_baseline() to 1e-12 on all 32 seeds: True" in printed
+
+
+def test_samples_solution_the_widened_clip_almost_never_binds():
+    """The share of the group where GRPO's clip binds, over 32 seeds x 5 steps x 4 inner steps: 0.5074 at the
+    default clip, 0.0203 with it widened to [0.01, 1.99]; printed and quoted."""
+    from rl4llm.studies.toy_grpo import grpo_toy_run
+    shares = [round(float(run_over_seeds(grpo_toy_run, range(32), steps=5, **kw)["inner_clip_fraction"].mean()), 4)
+              for kw in ({}, {"eps_low": 0.99, "eps_high": 0.99})]
+    assert shares == [0.5074, 0.0203]
+    printed = _stored_output(CH21, "VARIANTS = {")
+    assert "run_grpo() 0.5074, run_grpo(eps_low=0.99, eps_high=0.99) 0.0203" in printed
+    assert "falls from 0.5074 to 0.0203 (printed below)" in _solution(CH21, "ex-ch21-samples")
 
 
 def test_samples_solution_std_divisors():

@@ -262,6 +262,15 @@ def test_ch21_knob_table_names_the_books_and_trls_knobs():
         for chapter in re.findall(r"\]\((\d+_\w+\.ipynb)\)", row):
             assert (BOOK / chapter).exists(), chapter
     assert '"—" in the TRL column marks a book knob that TRL 1.16 has no field for' in prose
+    chapter_20 = set(re.findall(r"`([^`]+)`", rows[-1].split("|")[3]))
+    assert {name for name, (_, chapter) in KNOBS.items() if chapter == 20} <= chapter_20
+    # the paragraph after the table names every knob a row lists that an earlier chapter introduces, with that chapter
+    after = " ".join(table[table.index("Each row lists the knobs its chapter measures"):].split("\n\n")[0].split())
+    for row in rows:
+        row_chapter = int(re.match(r"\| \[(\d+)\]", row).group(1))
+        for name in re.findall(r"`([^`]+)`", row.split("|")[3]):
+            if name in KNOBS and KNOBS[name][1] < row_chapter:
+                assert f"`{name}`" in after and f"chapter {KNOBS[name][1]}" in after, (row_chapter, name)
     assert sum(row.count("—") for row in rows) == sum(KNOBS[name][0] is None for row in rows
                                                       for name in re.findall(r"`([^`]+)`", row.split("|")[3]))
 
