@@ -45,6 +45,9 @@ def test_students_slips_are_named():
     assert "take its exponential" in check("ex-ch20-sequence-weight", math.log(0.5 / 0.25) + math.log(0.8 / 0.6))
     assert "token mode" in check("ex-ch20-sequence-weight", 0.5 / 0.25)
     assert "second token's weight" in check("ex-ch20-sequence-weight", 0.8 / 0.6)
+    assert "adds the token ratios" in check("ex-ch20-sequence-weight", 2 + 0.8 / 0.6)      # 3.3333
+    assert "that is the cap" in check("ex-ch20-sequence-weight", 3.0)
+    assert check("ex-ch20-sequence-weight", 2.6667).startswith("Correct:")                # 4 decimals, as asked
     assert "sum over the tokens" in check("ex-ch20-opsm-kl", 0.8 + 0.7 + 0.6)
     assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
     k3 = np.mean([math.exp(-g) - 1 + g for g in (0.8, 0.7, 0.6)])          # r - 1 - ln r, r = pi_theta / pi_samp

@@ -452,6 +452,10 @@ def _sequence_weight_mistakes() -> tuple[tuple[float, str], ...]:
         (ratios[1], "that is the second token's weight in a token mode; the sequence modes give the whole answer "
                     "one weight, the product of its token ratios"),
         (0.0, f"the ratio {product:.4f} is below the cap {IS_CAP:g}, so sequence_mask keeps it"),
+        (sum(ratios), "that adds the token ratios; a sequence's ratio is their product (its log is the sum of the "
+                      "log gaps)"),
+        (IS_CAP, f"that is the cap: the ratio {product:.4f} is below it, so neither sequence mode changes it "
+                 f"(sequence_mask sets a ratio to 0 only above {IS_CAP:g})"),
     )
 
 
