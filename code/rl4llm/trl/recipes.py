@@ -142,18 +142,28 @@ def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ..
                  if shape.n_heads % k == 0 and shape.n_kv_heads % k == 0 and shape.intermediate_size % k == 0)
 
 
+def _dense_data_parallel(size, name):
+    """Rule: a data-parallel size of 1. Every model here is dense, and TRL 1.16's ``vllm_serve.py`` says a
+    data-parallel size above 1 for a dense model "will error out" (vLLM PR #30739)."""
+    if size != 1:
+        raise ValueError(f"{name} must be 1 for a dense model (TRL 1.16's vllm_serve.py, vLLM PR #30739), "
+                         f"got {size!r}")
+    return size
+
+
+def _whole_heads(args):
+    """Relation: the tensor-parallel size splits no head (:func:`tensor_parallel_sizes`)."""
+    shape, k = args["shape"], args["tensor_parallel_size"]
+    if k not in tensor_parallel_sizes(shape, max(k, 1)):
+        raise ValueError(f"tensor_parallel_size must divide {shape.name}'s {shape.n_heads} heads, "
+                         f"{shape.n_kv_heads} key-value heads and MLP width {shape.intermediate_size}, got {k!r}")
+
+
+@checked(_whole_heads, data_parallel_size=_dense_data_parallel)
 def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1) -> str:
     """The vLLM server of a server-mode recipe, as TRL 1.16 documents it (``VLLMClient``'s docstring;
-    ``trl vllm-serve`` is deprecated there and only runs this command). Every model here is dense, and TRL's
-    ``vllm_serve.py`` says a data-parallel size above 1 for a dense model "will error out": refused, as is a
-    tensor-parallel size that splits a head (:func:`tensor_parallel_sizes`)."""
-    if data_parallel_size != 1:
-        raise ValueError(f"data_parallel_size must be 1 for a dense model such as {shape.name} (TRL 1.16's "
-                         f"vllm_serve.py, vLLM PR #30739), got {data_parallel_size!r}")
-    if tensor_parallel_size not in tensor_parallel_sizes(shape, max(tensor_parallel_size, 1)):
-        raise ValueError(f"tensor_parallel_size must divide {shape.name}'s {shape.n_heads} heads, "
-                         f"{shape.n_kv_heads} key-value heads and MLP width {shape.intermediate_size}, "
-                         f"got {tensor_parallel_size!r}")
+    ``trl vllm-serve`` is deprecated there and only runs this command). A data-parallel size above 1 and a
+    tensor-parallel size that splits a head are refused."""
     return (f"VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/{shape.name} --tensor-parallel-size {tensor_parallel_size} "
             f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
 
