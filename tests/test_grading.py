@@ -177,6 +177,34 @@ def test_the_sandbox_lets_data_parallel_loss_call_grpo_loss():
     assert "rl4llm.llm.data_parallel" in grade("data_parallel_loss", cheat, "my_data_parallel_loss", timeout=HANG * 3).message
 
 
+GRADE_AT_ONCE = """
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from rl4llm.course.grading.notebooks import grade_exercise, registry
+assert "torch" not in sys.modules
+jobs = [(path, e) for path in sorted(Path(sys.argv[1]).glob("part*/part*.ipynb")) for e in registry(path).values()
+        if not e.by_hand]
+with ThreadPoolExecutor(4) as pool:
+    grades = list(pool.map(lambda job: grade_exercise(*job), jobs))
+print(json.dumps({g.exercise_id: [g.correct, g.message] for g in grades}))
+"""
+
+
+def test_exercises_graded_side_by_side_in_a_fresh_process_are_all_right():
+    """Every coding exercise's reference solution (the course's source notebooks), graded four at a
+    time in one fresh process, as nbgrader's pass grades a notebook's exercises side by side: each is
+    correct. Before the grader kept its in-process work to one thread at a time, two threads importing
+    torch at once for the references (group_advantages', grpo_loss') scored a right answer 0 about one
+    grade in eight ("partially initialized module 'torch'"), and failed a whole submission in CI."""
+    result = subprocess.run([sys.executable, "-c", GRADE_AT_ONCE, str(ROOT / "course" / "source")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = json.loads(result.stdout)
+    assert len(grades) >= 20 and {"group_advantages", "grpo_loss", "data_parallel_loss", "kl_estimators"} <= set(grades)
+    assert all(correct for correct, _ in grades.values()), {k: m for k, (c, m) in grades.items() if not c}
+
+
 #: A by-hand cell as the release has it (the stub), and Exercise 7.1's answer's name and slips.
 STUB = "# Exercise 7.1: dJ/dz(15) under the lenient verifier.\n# YOUR CODE HERE\nraise NotImplementedError()\n"
 PARTIAL = SPECS["ex-ch07-partial-credit"]

@@ -137,6 +137,33 @@ def test_grading_refuses_to_run_without_a_working_bwrap(tmp_path, monkeypatch):
     assert result.returncode == 3 and "refusing to grade" in result.stderr, result.stderr
 
 
+def test_a_submission_nbgrader_cannot_grade_is_told_why():
+    """The note on a submission nbgrader could not grade names the error in nbgrader's logged traceback
+    (nbclient's, here as nbgrader 0.9 logs it; in CI once, a reference's AttributeError), not nbgrader's
+    closing "see the above traceback"."""
+    from rl4llm.course.grading.gradebook import cause
+
+    log = "\n".join([
+        "[ERROR] There was an error processing assignment: /course/submitted/alice/part3",
+        "[ERROR] Traceback (most recent call last):",
+        '      File "nbclient/client.py", line 791, in _async_poll_for_reply',
+        "        raise CellTimeoutError.error_from_timeout_and_cell(",
+        "    nbclient.exceptions.CellTimeoutError: A cell timed out while it was being executed, after 4 seconds.",
+        "    The message was: Timeout waiting for IOPub output.",
+        "    Here is a preview of the cell contents:",
+        "[ERROR] Please see the the above traceback for details on the specific errors on the above failures."])
+    closing = "nbgrader.converters.base.NbGraderException: Please see the the above traceback for details"
+    assert cause({"success": False, "log": log, "error": closing}) == (
+        "nbclient.exceptions.CellTimeoutError: A cell timed out while it was being executed, after 4 seconds. "
+        "The message was: Timeout waiting for IOPub output.")
+    dead = "[ERROR] Traceback (most recent call last):\n    nbclient.exceptions.DeadKernelError: Kernel died\n"
+    assert cause({"success": False, "log": dead, "error": closing}) == "nbclient.exceptions.DeadKernelError: Kernel died"
+    shape = "[ERROR] Traceback (most recent call last):\n    AttributeError: 'NoneType' object has no attribute 'shape'\n"
+    assert cause({"success": False, "log": shape, "error": closing}) == "AttributeError: 'NoneType' object has no attribute 'shape'"
+    assert cause({"success": False, "error": f"Traceback:\n{closing}\n"}) == closing
+    assert cause({"success": False}) == "nbgrader failed"
+
+
 # ----------------------------------------------------------------------------- a class with attackers in it
 def _cells(nb: dict) -> dict[str, dict]:
     return {c["metadata"]["nbgrader"]["grade_id"]: c for c in solution_cells(nb)}

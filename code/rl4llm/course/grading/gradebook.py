@@ -17,6 +17,7 @@ each of them computes the scores in the sandbox.
 """
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from pathlib import Path
@@ -36,6 +37,27 @@ def _config(course: Path, timeout: float):
     config.OutOfProcessGrades.timeout = int(max(1, round(timeout)))
     config.Execute.timeout = int(max(1, round(timeout)))
     return config
+
+
+#: The last line of a Python traceback: an exception's dotted name, then its message.
+_EXCEPTION = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))(?::\s*(.*))?$")
+
+
+def cause(result: dict) -> str:
+    """Why nbgrader could not grade a submission: the last exception its log's traceback names (its
+    own closing ``NbGraderException`` says only "see the above traceback"), with the message's first
+    line, else the last line of its error."""
+    lines = result.get("log", "").splitlines()
+    found = [(i, m) for i, line in enumerate(lines) if (m := _EXCEPTION.match(line))
+             and not m.group(1).endswith("NbGraderException")]
+    if found:
+        i, match = found[-1]
+        after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        message = (match.group(2) or "").strip()
+        if after.startswith("The message was:"):            # a cell's timeout says which on its next line
+            message += " " + after
+        return f"{match.group(1)}: {message}" if message else match.group(1)
+    return (result.get("error") or "nbgrader failed").strip().splitlines()[-1]
 
 
 def _zero(gradebook, course: Path, assignment: str, student: str, reason: str) -> None:
@@ -99,7 +121,7 @@ def autograde(course: Path, assignment: str, students: list[str] | None = None, 
             warnings.filterwarnings("ignore", message="Object of type <Submitted")
             result = api.autograde(assignment, student, force=True, create=True)
         failure = [] if result["success"] else (unreadable(course / "submitted" / student / assignment, notebooks) or
-                                                [(result.get("error") or "nbgrader failed").strip().splitlines()[-1]])
+                                                [cause(result)])
         problems = failure + [line.split("] ", 1)[-1] for line in result.get("log", "").splitlines()
                               if "graded as an ordinary cell" in line or "No submitted file" in line]
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:

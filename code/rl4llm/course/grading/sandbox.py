@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,11 @@ KEPT_OUTPUT = 4000
 #: Bytes the process may write to its standard streams directly (beyond ``print``) before it is stopped.
 MAX_STREAM_BYTES = 8 * 2 ** 20
 _RESULT_BYTES = 2 ** 20
+#: Held while :func:`grade` works in this process (the calls, the reference's values, the mistakes'):
+#: their lazy imports, torch's among them, fail when two threads run them at once ("partially
+#: initialized module 'torch'"), so graders that grade several exercises at a time run only the
+#: sandboxed part side by side.
+_IN_PROCESS = threading.Lock()
 _RUNNER = Path(__file__).with_name("runner.py")
 _LIBRARY = Path(__file__).resolve().parents[2]
 #: The package name under which the allowed library modules are copied into the sandbox.
@@ -216,10 +222,12 @@ def grade(exercise_id: str, source: str, function: str, timeout: float = TIMEOUT
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rl4llm-grade-") as tmp:
         folder = Path(tmp)
-        calls = _write_job(folder, exercise_id, source, function)
+        with _IN_PROCESS:
+            calls = _write_job(folder, exercise_id, source, function)
         stopped, tail = _run(folder, timeout)
-        record = None if stopped else _read_result(folder, calls)
-        message = _message(spec, calls, function, stopped, tail, record, allowed_helpers(exercise_id))
+        with _IN_PROCESS:
+            record = None if stopped else _read_result(folder, calls)
+            message = _message(spec, calls, function, stopped, tail, record, allowed_helpers(exercise_id))
     return Grade(exercise_id, Verdict(message).correct, message, time.perf_counter() - start)
 
 
