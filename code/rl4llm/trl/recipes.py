@@ -172,7 +172,8 @@ def _whole_heads(args):
 def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1) -> str:
     """The vLLM server of a server-mode recipe, as TRL 1.16 documents it (``VLLMClient``'s docstring;
     ``trl vllm-serve`` is deprecated there and only runs this command). A data-parallel size above 1 and a
-    tensor-parallel size that splits a head are refused."""
+    tensor-parallel size outside :func:`tensor_parallel_sizes` are refused: one that splits a head, and one that
+    copies key-value heads, which vLLM accepts but the recipes do not take."""
     return (f"VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/{shape.name} --tensor-parallel-size {tensor_parallel_size} "
             f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
 
