@@ -206,6 +206,8 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
                                                    "the moments and the reference come on top"),
         (_state_gb(3e9) * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
+        (_state_gb(3e9, reference=False, master_weights=False), "the fp32 master copy (4 bytes a parameter) and the "
+                                                                "bf16 reference (2 bytes a parameter) are both missing"),
     )
 
 
@@ -218,10 +220,14 @@ def _zero2_mistakes() -> tuple[tuple[float, str], ...]:
         (at("zero1"), "that is ZeRO stage 1; stage 2 shards the gradients as well"),
         (at("none"), "that is the whole state, unsharded; stage 2 divides the gradients and the optimizer state "
                      "by the 8 GPUs"),
+        (at("zero2") * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
         (2 * 7 + 12 * 7 / 8, "the gradients are missing: stage 2 shards them, it does not drop them: "
                              "2 Psi + (2 + 12) Psi / 8"),
         (_state_gb(7e9, n_gpus=8, sharding="zero2"), "that keeps a bf16 reference model too (2 bytes a parameter "
                                                      "whole on every GPU); the question has none"),
+        (_state_gb(7e9, reference=False, master_weights=False, n_gpus=8, sharding="zero2"),
+         "the fp32 master copy is missing: mixed precision keeps one (4 bytes a parameter, sharded by stage 2 "
+         "like the moments): 2 Psi + (2 + 4 + 8) Psi / 8"),
     )
 
 

@@ -18,8 +18,8 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
 4. ``max_completion_length`` T, the longest of ``COMPLETION_LENGTHS``, and then the micro-batch m
    (``per_device_train_batch_size``), the largest of ``MICRO_BATCHES`` dividing the GPU's sequences, such
    that one training GPU's bytes (``memory_budget`` with activation checkpointing, TRL's default, the
-   architecture's own activation bytes, the fp32 logits of m completions, no reference model since TRL's
-   ``beta`` is 0) plus
+   architecture's own activation bytes, the fp32 logits of one ``LOGPROB_TILE``-token tile, no reference model
+   since TRL's ``beta`` is 0) plus
    the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights and
    the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
 5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
@@ -75,6 +75,12 @@ LORA_LR_FACTOR = 10
 UTILISATION, BANDWIDTH_EFFICIENCY = 0.4, 0.6
 #: Forward passes a step adds to forward and backward: checkpointing's recomputation, the old log-probs.
 EXTRA_FORWARDS = 2
+#: Tokens a tile of TRL 1.16's fused LM head and log-prob (``trl/kernels/chunked_logprob.py``'s ``TOKEN_CHUNK_SIZE``;
+#: ``GRPOTrainer.__init__`` always installs it with ``add_fused_lm_head``, so the (m, T, V) logits are never built).
+#: The recipes count 4 x ``LOGPROB_TILE`` x V bytes: fp32 logits of one tile over the whole vocabulary, an upper
+#: bound for what the kernel holds at once (a bf16 tile of 4096 tokens x 32768 vocabulary entries, and in the
+#: backward pass the fp32 gradient of the LM head, V x h x 4 bytes).
+LOGPROB_TILE = 4096
 
 
 @dataclass(frozen=True)
@@ -135,9 +141,12 @@ class Recipe:
 
 
 def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ...]:
-    """The tensor-parallel sizes k <= ``max_gpus`` that give every GPU whole query heads, whole key-value heads
-    and an equal share of the MLP's columns: k divides ``n_heads``, ``n_kv_heads`` and ``intermediate_size``
-    (Qwen2.5-0.5B: 14 heads and 2 key-value heads, so 1 or 2)."""
+    """The tensor-parallel sizes k <= ``max_gpus`` that the recipes take: those that give every GPU whole query
+    heads, whole key-value heads and an equal share of the MLP's columns, k dividing ``n_heads``, ``n_kv_heads``
+    and ``intermediate_size`` (Qwen2.5-0.5B: 14 heads and 2 key-value heads, so 1 or 2). vLLM itself needs whole
+    query heads only: for a k that is a multiple of ``n_kv_heads`` it copies the key-value heads
+    (``QKVParallelLinear``'s ``num_kv_head_replicas``; e.g. 4 for Qwen2.5-1.5B), at the cost of a duplicated
+    cache, which the recipes do not take."""
     return tuple(k for k in range(1, max_gpus + 1)
                  if shape.n_heads % k == 0 and shape.n_kv_heads % k == 0 and shape.intermediate_size % k == 0)
 
@@ -163,7 +172,8 @@ def _whole_heads(args):
 def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1) -> str:
     """The vLLM server of a server-mode recipe, as TRL 1.16 documents it (``VLLMClient``'s docstring;
     ``trl vllm-serve`` is deprecated there and only runs this command). A data-parallel size above 1 and a
-    tensor-parallel size that splits a head are refused."""
+    tensor-parallel size outside :func:`tensor_parallel_sizes` are refused: one that splits a head, and one that
+    copies key-value heads, which vLLM accepts but the recipes do not take."""
     return (f"VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/{shape.name} --tensor-parallel-size {tensor_parallel_size} "
             f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
 
@@ -186,7 +196,8 @@ def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, mic
     budget = memory_budget(shape.n_params, reference=False, prompts=GROUPS_PER_GPU * trainer_gpus, group_size=group_size,
                            prompt_length=PROMPT_LENGTH, completion_length=completion_length, n_gpus=trainer_gpus,
                            sharding=sharding, activation_checkpointing=True, micro_batch=micro_batch,
-                           activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
+                           activation_bytes=activation_bytes_per_token(shape), logits_chunk=LOGPROB_TILE,
+                           **shape_options(shape), **adapters)
     return sum(v for part, v in budget.items() if part != "kv_cache")    # the engine's cache is counted apart
 
 
@@ -237,7 +248,8 @@ def recipe_seconds(r: Recipe) -> dict:
     ``GRPOTrainer``'s steps are synchronous). Colocated, every GPU samples its own sequences inside the memory
     it gave vLLM; a server of k tensor-parallel GPUs samples everybody's as one GPU with k times the FLOP/s,
     bandwidth and memory (its all-reduces left out). The sync: a ZeRO-3 trainer gathers the weights over NVLink first; a
-    server receives them over NVLink; a colocated engine copies them within the GPU's memory."""
+    server receives them over NVLink (450 GB/s one way: H100 SXM's 900 GB/s counts both directions); a colocated
+    engine copies them within the GPU's memory."""
     shape, psi = r.model, r.model.n_params
     F, W, M = UTILISATION * H100_SXM["bf16_flops"], BANDWIDTH_EFFICIENCY * H100_SXM["memory_bandwidth"], \
         H100_SXM["memory_bytes"]
@@ -251,7 +263,7 @@ def recipe_seconds(r: Recipe) -> dict:
     train = training_seconds(psi, sequences * r.trainer_gpus * (PROMPT_LENGTH + r.completion_length), F,
                              gpus=r.trainer_gpus, extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full")
     hops = (r.sharding == "zero3") + (r.mode == "server")
-    sync = hops * weight_sync_seconds(psi, H100_SXM["nvlink_bandwidth"]) + (r.mode == "colocate") * weight_sync_seconds(
+    sync = hops * weight_sync_seconds(psi, H100_SXM["nvlink_bandwidth"] / 2) + (r.mode == "colocate") * weight_sync_seconds(
         psi, H100_SXM["memory_bandwidth"])
     return {"rollout": rollout, "train": train, "sync": sync, "step": rollout + train + sync}
 

@@ -34,6 +34,8 @@ def draw_metrics(fig, runs: dict, panels, title: str) -> None:
 
 
 GB = 1e9
+#: NVLink's rate one way: H100 SXM's 900 GB/s (``H100_SXM["nvlink_bandwidth"]``) counts both directions together.
+NVLINK_ONE_WAY = H100_SXM["nvlink_bandwidth"] / 2
 
 #: The parts that depend on the model only (the model state), and those that depend on the batch.
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
@@ -183,11 +185,11 @@ def time_chart(completion: int = 4096):
 
 def schedule_walls(n_params: float, rollout_gpus: int, G: int = 8, completion: int = 4096) -> dict:
     """A step's wall seconds under each schedule: synchronous on all of ``RUN``'s GPUs in turn (the
-    weights resharded over NVLink), one-step-off and asynchronous with ``rollout_gpus`` of them sampling."""
+    weights resharded over NVLink, one way), one-step-off and asynchronous with ``rollout_gpus`` of them sampling."""
     gpus = RUN["gpus"]
     together = step_seconds(n_params, G, completion, gpus, gpus)
     apart = step_seconds(n_params, G, completion, rollout_gpus, gpus - rollout_gpus)
-    colocated_sync = weight_sync_seconds(n_params, H100_SXM["nvlink_bandwidth"])
+    colocated_sync = weight_sync_seconds(n_params, NVLINK_ONE_WAY)
     out = {"synchronous": schedule(together["rollout"], together["train"], colocated_sync, "synchronous")}
     for mode in SCHEDULES[1:]:
         out[mode] = schedule(apart["rollout"], apart["train"], apart["sync"], mode)
@@ -258,7 +260,7 @@ def _oracle_step(n, G, samplers, trainers, completion=4096):
 def _oracle_walls(G):
     """Wall seconds of 7B's step: all 16 GPUs in turn (the weights over NVLink), then each split apart."""
     rollout, train, _ = _oracle_step(7e9, G, 16, 16)
-    together = schedule(rollout, train, weight_sync_seconds(7e9, H100_SXM["nvlink_bandwidth"]), "synchronous")
+    together = schedule(rollout, train, weight_sync_seconds(7e9, NVLINK_ONE_WAY), "synchronous")
     splits = ROLLOUT_GPUS.values
     apart = [[schedule(*_oracle_step(7e9, G, int(r), 16 - int(r)), m)["wall"] for r in splits] for m in SCHEDULES[1:]]
     return splits, [[together["wall"]] * len(splits)] + apart
