@@ -79,3 +79,9 @@ def test_the_coding_exercise_passes_the_library_and_names_each_slip():
     assert "mean -s^2/2 is missing" in check("lognormal_weight_moments", uncentred)
     assert "E[w^2] - E[w]^2" in check("lognormal_weight_moments", second_moment)
     assert "keeps the mass above the cap" in check("lognormal_weight_moments", truncate_as_mask)
+
+    def mask_mean_one(s, cap, rule):        # the masked weight's mean taken as 1, the variance E[w^2] - 1
+        mean, var = lognormal_weight_moments(s, cap, rule)
+        return (1.0, var + mean ** 2 - 1) if rule == "mask" else (mean, var)
+
+    assert "masked weight's mean is not 1" in check("lognormal_weight_moments", mask_mean_one)

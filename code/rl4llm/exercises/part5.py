@@ -498,9 +498,10 @@ def _moments_case(rng):
     return float(rng.uniform(0.1, 2.0)), float(rng.uniform(1.5, 5.0)), str(rng.choice(["none", "truncate", "mask"]))
 
 
-def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_mask=False):
-    """The moments with a slip: ln r centred at ``mu`` (the right one is -s^2/2), E[w^2] for the variance, or
-    the mass above the cap dropped when truncating."""
+def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_mask=False, mask_mean_one=False):
+    """The moments with a slip: ln r centred at ``mu`` (the right one is -s^2/2), E[w^2] for the variance,
+    the mass above the cap dropped when truncating, or the masked weight's mean taken as 1 (an importance
+    weight's mean, which the mask no longer keeps)."""
     s2 = log_std ** 2
     mu = -s2 / 2 if mu is None else mu
     phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))          # noqa: E731
@@ -511,6 +512,8 @@ def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_
         second *= phi((math.log(cap) - mu - 2 * s2) / log_std)
     if rule == "truncate" and not truncate_as_mask:
         first, second = first + cap * above, second + cap ** 2 * above
+    if rule == "mask" and mask_mean_one:
+        first = 1.0
     return first, second if raw_second else second - first ** 2
 
 
@@ -521,6 +524,8 @@ _LOGNORMAL_MOMENTS = FunctionExercise(20, lognormal_weight_moments, toy_and_rand
      lambda s, c, rule: _moments_slip(s, c, rule, raw_second=True)),
     ("truncating keeps the mass above the cap at C: add C P(r > C) to the mean and C^2 P(r > C) to E[w^2] (that "
      "is what masking drops)", lambda s, c, rule: _moments_slip(s, c, rule, truncate_as_mask=True)),
+    ("the masked weight's mean is not 1: masking drops the ratios above the cap, so E[w] = E[r; r <= C] < 1, and "
+     "the variance is E[w^2] - E[w]^2 with that mean", lambda s, c, rule: _moments_slip(s, c, rule, mask_mean_one=True)),
 ), output="pair")
 
 
