@@ -248,11 +248,11 @@ def test_ch21_knob_table_names_the_books_and_trls_knobs():
     book_knobs = set(KNOBS) | {f.name for f in dataclasses.fields(GRPOConfig)}
     trl_fields = {field for field, _ in KNOBS.values() if field} | {f for pair in SAMPLER_KNOBS.values() for f in pair if f}
     prose = _prose(CH21)
-    table = prose[prose.index("| chapter | what it adds to GRPO |"):]
+    table = prose[prose.index("| chapter | book knobs | TRL 1.16 fields |"):]      # in its dropdown
     rows = list(itertools.takewhile(lambda line: line.startswith("|"), table.splitlines()[2:]))
     assert [re.match(r"\| \[(\d+)\]\((\d+)_", row).groups() for row in rows] == [(str(n), str(n)) for n in range(15, 21)]
     for row in rows:
-        _, _, _, knobs, fields, _ = row.split("|")
+        _, _, knobs, fields, _ = row.split("|")
         assert set(re.findall(r"`([^`]+)`", knobs)) <= book_knobs, row
         assert set(re.findall(r"`([^`]+)`", fields)) <= trl_fields, row
         names, entries = re.findall(r"`([^`]+)`", knobs), re.findall(r"`([^`]+)`|(—)", fields)
@@ -262,17 +262,17 @@ def test_ch21_knob_table_names_the_books_and_trls_knobs():
         for chapter in re.findall(r"\]\((\d+_\w+\.ipynb)\)", row):
             assert (BOOK / chapter).exists(), chapter
     assert '"—" in the TRL column marks a book knob that TRL 1.16 has no field for' in prose
-    chapter_20 = set(re.findall(r"`([^`]+)`", rows[-1].split("|")[3]))
+    chapter_20 = set(re.findall(r"`([^`]+)`", rows[-1].split("|")[2]))
     assert {name for name, (_, chapter) in KNOBS.items() if chapter == 20} <= chapter_20
     # the paragraph after the table names every knob a row lists that an earlier chapter introduces, with that chapter
     after = " ".join(table[table.index("Each row lists the knobs its chapter measures"):].split("\n\n")[0].split())
     for row in rows:
         row_chapter = int(re.match(r"\| \[(\d+)\]", row).group(1))
-        for name in re.findall(r"`([^`]+)`", row.split("|")[3]):
+        for name in re.findall(r"`([^`]+)`", row.split("|")[2]):
             if name in KNOBS and KNOBS[name][1] < row_chapter:
                 assert f"`{name}`" in after and f"chapter {KNOBS[name][1]}" in after, (row_chapter, name)
     assert sum(row.count("—") for row in rows) == sum(KNOBS[name][0] is None for row in rows
-                                                      for name in re.findall(r"`([^`]+)`", row.split("|")[3]))
+                                                      for name in re.findall(r"`([^`]+)`", row.split("|")[2]))
 
 
 @pytest.mark.parametrize("path, cell_id, header", [
