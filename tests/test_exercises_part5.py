@@ -13,7 +13,7 @@ from rl4llm.studies.estimator_bias import estimate_of_group, two_step_task
 from rl4llm.studies.kl_penalties import leash_gradient
 
 CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-shrink": 17, "ex-ch17-dapo-weight": 17,
-              "ex-ch17-sapo-weight": 17, "kl_estimators": 17}
+              "ex-ch17-sapo-weight": 17, "ex-ch17-soft-punishment": 17, "kl_estimators": 17}
 
 
 def test_chapter_17_ids_and_chapters():
@@ -43,7 +43,7 @@ def test_a_student_slip_is_named_and_a_crash_reported():
 
 
 @pytest.mark.parametrize("exercise", ["ex-ch17-k2", "ex-ch17-k3-weight", "ex-ch17-shrink", "ex-ch17-dapo-weight",
-                                      "ex-ch17-sapo-weight"])
+                                      "ex-ch17-sapo-weight", "ex-ch17-soft-punishment"])
 def test_by_hand_values_and_every_mistake(exercise):
     spec = SPECS[exercise]
     assert check(exercise, spec.value).startswith("Correct:")
@@ -95,6 +95,16 @@ def test_the_sapo_weight_is_the_closed_form_and_the_trl_knobs():
     assert round(SPECS["ex-ch17-sapo-weight"].value, 3) == 1.410
 
 
+def test_the_soft_punishment_answer_is_trls_reward_function():
+    """ex-ch17-soft-punishment: a right answer of 10 tokens, cap 12, buffer 6, scores 1 + (6 - 10) / 6 = 1/3, as
+    TRL 1.16's get_soft_overlong_punishment computes the punishment (the chapter's cell checks the same reward
+    function on the length toy's answers)."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    punishment = get_soft_overlong_punishment(max_completion_len=12, soft_punish_cache=6)([[0] * 10])[0]
+    assert np.isclose(SPECS["ex-ch17-soft-punishment"].value, 1 + punishment) and np.isclose(punishment, -2 / 3)
+
+
 @pytest.mark.parametrize("exercise, wrong, says", [
     ("ex-ch18-draws", 1.923, "that is 1 / P(flat)"),
     ("ex-ch17-dapo-weight", 0.6, "the advantage is missing"),
@@ -103,6 +113,8 @@ def test_the_sapo_weight_is_the_closed_form_and_the_trl_knobs():
     ("ex-ch17-sapo-weight", 1.5, "that is CISPO's weight"),
     ("ex-ch17-sapo-weight", 0.0, "that is the clip's weight"),
     ("ex-ch17-sapo-weight", 1.18, "the half is missing"),
+    ("ex-ch17-soft-punishment", -0.667, "that is R_length alone"),
+    ("ex-ch17-soft-punishment", 0.667, "divided by the buffer"),
     ("ex-ch19-decode", 0.0042, "that is in seconds"),
     ("ex-ch20-opsm-kl", 1, "that is the mask's value"),
 ])

@@ -1,8 +1,9 @@
 """Checked exercises of Part V (after GRPO).
 
 - Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
-  hand); the group-mean estimate's mean squared error, the weight dapo gives a long answer and the weight
-  SAPO gives a token that moved (by hand); the three estimators ``kl_estimators`` (coding).
+  hand); the group-mean estimate's mean squared error, the weight dapo gives a long answer, the weight
+  SAPO gives a token that moved and the reward of an answer under DAPO's soft overlong punishment (by hand);
+  the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
   and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
   (coding).
@@ -147,6 +148,33 @@ def _sapo_mistakes() -> tuple[tuple[float, str], ...]:
         (rho / math.cosh(1.05 * u / 2) ** 2, "that uses sapo_temperature_neg = 1.05; a positive advantage takes "
                                              "sapo_temperature_pos = 1"),
         (-_sapo_weight(), "the sign is flipped: the weight is -d loss / d ln pi, positive for A > 0"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-soft-punishment (by hand)
+#: The by-hand answer of section 6: right (the verifier's reward 1), 10 tokens long, under DAPO's soft overlong
+#: punishment with the chapter's cap L_max = 12 and buffer L_cache = 6 (the punishment ramps from 6 tokens).
+PUNISHED_LENGTH, PUNISHED_REWARD = 10, 1.0
+
+
+def _punished_reward() -> float:
+    """The answer's reward plus ``soft_overlong_penalty`` of its length (the chapter's cap and buffer)."""
+    from ..studies.length_drift import soft_overlong_penalty
+    return PUNISHED_REWARD + float(soft_overlong_penalty(PUNISHED_LENGTH))
+
+
+def _punishment_mistakes() -> tuple[tuple[float, str], ...]:
+    from ..studies.length_drift import LENGTH_CAP, SOFT_BUFFER
+    penalty = ((LENGTH_CAP - SOFT_BUFFER) - PUNISHED_LENGTH) / SOFT_BUFFER
+    return (
+        (penalty, "that is R_length alone; the reward the trainer uses is the verifier's 1 plus R_length"),
+        (PUNISHED_REWARD, "10 tokens is under the cap 12, but the punishment starts at L_max - L_cache = 6 tokens"),
+        (PUNISHED_REWARD - (PUNISHED_LENGTH - (LENGTH_CAP - SOFT_BUFFER)) / LENGTH_CAP,
+         "R_length = ((L_max - L_cache) - |o|) / L_cache = (6 - 10) / 6: the tokens past 6 divided by the buffer "
+         "6 (not by the cap 12, and not the tokens left before the cap)"),
+        (0.0, "that scores the answer as overlong (R_length = -1, or reward 0); it is not truncated (10 <= 12), so "
+              "it keeps its reward 1, less the ramp's (6 - 10) / 6"),
+        (PUNISHED_REWARD - penalty, "the sign is flipped: the punishment lowers the reward"),
     )
 
 
@@ -544,6 +572,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-sapo-weight": NumericExercise(
         17, f"SAPO's weight -d loss / d ln pi on a token with A = +1 and rho = {SAPO_RATIO}", _sapo_weight, 0.002,
         _sapo_mistakes),
+    "ex-ch17-soft-punishment": NumericExercise(
+        17, f"the reward of a right answer of {PUNISHED_LENGTH} tokens under the soft overlong punishment",
+        _punished_reward, 0.002, _punishment_mistakes),
     "kl_estimators": _KL_ESTIMATORS,
     "ex-ch19-bytes": NumericExercise(
         19, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",

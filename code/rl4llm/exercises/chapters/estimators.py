@@ -14,6 +14,8 @@ EXERCISE_OBJECTIVES = {
                       "the biased group-mean estimate beats RLOO on it",
     "ex-ch17-sapo-weight": "compute the weight SAPO's soft gate gives a token whose ratio has moved, against the "
                            "clip's and CISPO's",
+    "ex-ch17-soft-punishment": "compute the reward DAPO's soft overlong punishment leaves a right answer near the "
+                               "length cap",
     "ex-ch17-k2": "compute the k2 estimate of one token by hand and say what it estimates",
     "ex-ch17-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
     "ex-ch17-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
