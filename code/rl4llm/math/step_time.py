@@ -42,6 +42,8 @@ FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
 SCHEDULES = ("synchronous", "one_step_off", "asynchronous")
 #: NVIDIA's H100 SXM datasheet: 80 GB of HBM3 at 3.35 TB/s, 989 TFLOP/s dense bf16, NVLink 900 GB/s.
 H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35e12, "nvlink_bandwidth": 900e9}
+#: NVLink's rate one way, what a weight transfer gets: the datasheet's 900 GB/s counts both directions together.
+NVLINK_ONE_WAY = H100_SXM["nvlink_bandwidth"] / 2
 
 
 @checked(n_params=positive_real, tokens=positive_real, flops_per_second=positive_real, gpus=at_least(1),

@@ -46,7 +46,7 @@ from ..llm.model import GPTConfig
 from ..llm.run_reading import READING_CONFIG
 from ..math.memory import (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, SHARDING, ModelShape, activation_bytes_per_token,
                            kv_bytes_per_token, lora_params, memory_budget, shape_options)
-from ..math.step_time import H100_SXM, generation_seconds, training_seconds, weight_sync_seconds
+from ..math.step_time import H100_SXM, NVLINK_ONE_WAY, generation_seconds, training_seconds, weight_sync_seconds
 
 #: The models of the recipes, with their published configs (``rl4llm.math.memory``).
 MODELS = (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B)
@@ -263,7 +263,7 @@ def recipe_seconds(r: Recipe) -> dict:
     train = training_seconds(psi, sequences * r.trainer_gpus * (PROMPT_LENGTH + r.completion_length), F,
                              gpus=r.trainer_gpus, extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full")
     hops = (r.sharding == "zero3") + (r.mode == "server")
-    sync = hops * weight_sync_seconds(psi, H100_SXM["nvlink_bandwidth"] / 2) + (r.mode == "colocate") * weight_sync_seconds(
+    sync = hops * weight_sync_seconds(psi, NVLINK_ONE_WAY) + (r.mode == "colocate") * weight_sync_seconds(
         psi, H100_SXM["memory_bandwidth"])
     return {"rollout": rollout, "train": train, "sync": sync, "step": rollout + train + sync}
 

@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from ..math.memory import QWEN25_1_5B, activation_bytes_per_token, kv_bytes_per_token, memory_budget, shape_options
-from ..math.step_time import H100_SXM, SCHEDULES, generation_seconds, schedule, training_seconds, weight_sync_seconds
+from ..math.step_time import (H100_SXM, NVLINK_ONE_WAY, SCHEDULES, generation_seconds, schedule, training_seconds,
+                              weight_sync_seconds)
 from .charts import Declared, Slider, line_chart
 from .style import PALETTE
 
@@ -34,8 +35,6 @@ def draw_metrics(fig, runs: dict, panels, title: str) -> None:
 
 
 GB = 1e9
-#: NVLink's rate one way: H100 SXM's 900 GB/s (``H100_SXM["nvlink_bandwidth"]``) counts both directions together.
-NVLINK_ONE_WAY = H100_SXM["nvlink_bandwidth"] / 2
 
 #: The parts that depend on the model only (the model state), and those that depend on the batch.
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
