@@ -60,29 +60,39 @@ def test_the_default_cap_is_trls_recommended_five():
     assert torch.equal(cispo_loss(logp, old, A, mask)[0], cispo_loss(logp, old, A, mask, eps_max=5.0)[0])
 
 
-@pytest.mark.parametrize("eps_max", [5.0, 1.28, 0.28])
-def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
+@pytest.mark.parametrize("eps_max", [5.0, 1.28, 0.28, None])
+def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max, monkeypatch):
     """TRL 1.16's GRPOTrainer._compute_loss with loss_type="cispo" and epsilon_high=eps_max on the
     parity batch of chapter 16: the same loss, gradient and ``cispo_clip_ratio``. At 0.28 (DAPO's width
-    taken for a cap) every weight is capped."""
+    taken for a cap) every weight is capped. ``None`` is TRL's own default: the config is built with
+    ``epsilon_high=None``, TRL's ``__init__`` falls back to ``epsilon`` (0.2), and every weight is capped at 0.2."""
     pytest.importorskip("trl")
     from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs
     from rl4llm.llm.trainer import GRPOConfig
+    from rl4llm.trl import parity
     from rl4llm.trl.parity import book_layout, loss_batch, trl_loss_inputs, trl_loss_trainer
     from rl4llm.trl.adapters import quiet
 
     torch.manual_seed(0)
     model = GPT(GPTConfig())
     config = GRPOConfig(prompts_per_step=2, group_size=4, beta=0.0, temperature=0.7, loss_type="dapo")
+    if eps_max is None:                                            # TRL's config default, resolved by TRL itself
+        built = parity.trl_config_kwargs
+        monkeypatch.setattr(parity, "trl_config_kwargs",
+                            lambda *a, **k: {**built(*a, **k), "loss_type": "cispo", "epsilon_high": None})
+    cap = config.eps_low if eps_max is None else eps_max
     batch = loss_batch(model, config, seed=0)
     params = dict(model.named_parameters())
     logp, _ = completion_logprobs(model, batch.tokens, batch.prompt_len, config.temperature)
-    ours, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, loss_type="cispo", eps_high=eps_max)
+    ours, stats = grpo_loss(logp, batch.old_logp, batch.advantages, batch.mask, loss_type="cispo", eps_high=cap)
     our_grads = dict(zip(params, torch.autograd.grad(ours, list(params.values()))))
     with quiet(), tempfile.TemporaryDirectory() as tmp:
         trainer = trl_loss_trainer(model, batch, config, tmp)
-        trainer.loss_type = trainer.args.loss_type = "cispo"       # the config.s eps_high is a clip width, not a cap
-        trainer.epsilon_high = trainer.args.epsilon_high = eps_max
+        if eps_max is None:
+            assert trainer.args.epsilon_high is None and trainer.epsilon_high == cap == 0.2
+        else:
+            trainer.loss_type = trainer.args.loss_type = "cispo"   # the config's eps_high is a clip width, not a cap
+            trainer.epsilon_high = trainer.args.epsilon_high = eps_max
         theirs = trainer._compute_loss(trainer.model, trl_loss_inputs(batch))
     hf = dict(trainer.model.named_parameters())
     their_grads = book_layout(model, dict(zip(hf, torch.autograd.grad(theirs, list(hf.values())))))
@@ -90,8 +100,8 @@ def test_same_loss_gradient_and_clip_ratio_as_trl(eps_max):
     assert max(float((their_grads[n] - g).abs().max()) for n, g in our_grads.items()) < 1e-6
     logged = trainer._metrics["train"]["cispo_clip_ratio"][-1]
     assert abs(logged - stats["clip_fraction"]) < 1e-6
-    if eps_max == 0.28:
-        assert cispo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_max=eps_max)[1]["capped_fraction"] == 1.0
+    if cap < 1:
+        assert cispo_loss(logp, batch.old_logp, batch.advantages, batch.mask, eps_max=cap)[1]["capped_fraction"] == 1.0
 
 
 def test_trl_kwargs_are_a_real_trl_config_whose_epsilon_high_is_the_cap(tmp_path):
