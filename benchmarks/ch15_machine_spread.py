@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
-from rl4llm.llm.portability import capability_under
+from rl4llm.llm.portability import capability_under, cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "15_tiny_transformer.ipynb"
@@ -56,9 +55,7 @@ def main() -> None:
             continue
         runs[name], _ = run_chapter(capability)
         print(f"{name}: {runs[name]}", flush=True)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() \
-        else platform.processor()
+    cpu = cpu_model()
     import torch
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"command": "python benchmarks/ch15_machine_spread.py", "machine":

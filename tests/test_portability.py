@@ -10,7 +10,7 @@ import os
 
 import pytest
 import torch
-from rl4llm.llm.portability import capability_under, other_capability, print_claims
+from rl4llm.llm.portability import capability_under, cpu_model, other_capability, print_claims
 
 
 def test_capability_under_reports_what_torch_dispatches_to():
@@ -39,3 +39,13 @@ def test_print_claims(capsys):
     assert capsys.readouterr().out == "one is one: True\ntwo is three: False\n"
     with pytest.raises(ValueError, match="claims"):
         print_claims({"": True})
+
+
+def test_cpu_model_names_this_machines_cpu():
+    """Where Linux lists the CPU, cpu_model gives its first "model name" line, as lscpu would name it."""
+    import platform
+    from pathlib import Path
+
+    listed = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+              if line.startswith("model name")] if Path("/proc/cpuinfo").exists() else []
+    assert cpu_model() == (listed[0] if listed else platform.processor() or platform.machine()) and cpu_model()

@@ -14,10 +14,21 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import subprocess
 import sys
 
 from .._checks import checked
+
+
+def cpu_model() -> str:
+    """This machine's CPU model, for a timing's record (Linux: ``/proc/cpuinfo``; elsewhere what
+    ``platform`` reports)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def _claims(claims, name: str = "claims") -> dict:
