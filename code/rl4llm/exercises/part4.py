@@ -401,6 +401,7 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
         (math.exp(x) - math.log10(math.exp(x)) - 1, "that uses log10; the book's logs are natural (ln)"),
         (x, "that is ln(ratio) = ln(pi_ref / pi_theta) = ln 0.25, k3's log term alone (k1 with its sign "
             "flipped); k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1"),
+        (math.exp(x) - x, "the '- 1' is missing: k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1"),
         (round(math.exp(x) - x - 1, 2), "that is k3 rounded to two decimals; enter it to four decimals"),
         (kl, "that is KL(pi_theta || pi_ref) = 0.6 ln 4, the average of k3 over all the answers pi_theta "
              "samples; the question asks what the sampled 5 alone pays, k3 at the ratio 0.2 / 0.8"),
