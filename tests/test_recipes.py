@@ -43,13 +43,13 @@ def test_every_recipe_is_a_valid_trl_config_that_fits(key, r):
 
 def test_a_recipe_recounted_by_hand():
     """Qwen2.5-0.5B, full fine-tuning, one GPU: 16 bytes a parameter (no reference at beta = 0), checkpointed
-    activations (2 h L + a) m S, fp32 logits of one 4096-token tile 4 x 4096 x V (TRL's fused log-prob), and vLLM's
-    0.1 of the GPU."""
+    activations (2 h L + a) m S, in place of the logits TRL's fused log-prob kernel (a bf16 tile of 4096 x 32768, the
+    fp32 gradients of the hidden states, 4 m T h, and of the LM head, 4 V h), and vLLM's 0.1 of the GPU."""
     r = rc.recipe(QWEN25_0_5B, 1, "full", "colocate")
     s, h, L = rc.PROMPT_LENGTH + r.completion_length, QWEN25_0_5B.hidden_size, QWEN25_0_5B.n_layers
     a = activation_bytes_per_token(QWEN25_0_5B)
     by_hand = (16 * QWEN25_0_5B.n_params + (2 * h * L + a) * r.micro_batch * s
-               + 4 * 4096 * QWEN25_0_5B.vocab_size)
+               + 2 * 4096 * 32768 + 4 * r.micro_batch * r.completion_length * h + 4 * QWEN25_0_5B.vocab_size * h)
     assert r.train_bytes == pytest.approx(by_hand)
     engine = 2 * QWEN25_0_5B.n_params + 32 * s * (2 * 24 * 2 * 64 * 2)
     assert r.engine_bytes == pytest.approx(engine) and r.vllm_memory == 0.1
@@ -57,21 +57,30 @@ def test_a_recipe_recounted_by_hand():
     assert (r.completion_length, r.micro_batch, r.accumulation) == (8192, 8, 4)
 
 
-def test_logits_are_counted_as_trls_fused_tile():
+def test_logits_are_counted_as_trls_fused_kernel():
     """TRL 1.16's GRPOTrainer always installs its fused LM head (no (m, T, V) logits), whose kernel works in
-    tiles of LOGPROB_TILE tokens; 4 x tile x V bytes bounds the bf16 tile of tile x 32768 entries plus the fp32
-    gradient of the LM head (V x h x 4 bytes) of every model."""
+    tiles of LOGPROB_TILE tokens x 32768 vocabulary entries; its backward allocates the fp32 gradient of the hidden
+    states (N x h) and, when the head trains, of the LM head (V x h), which the recipes count. Qwen2.5-7B, full,
+    micro-batch 2 of 8192 tokens: 0.27 + 0.23 + 2.18 GB."""
     import inspect
 
     import trl.trainer.grpo_trainer as grpo
     from trl.kernels import chunked_logprob
     from trl.trainer import utils
-    assert chunked_logprob.TOKEN_CHUNK_SIZE == rc.LOGPROB_TILE == 4096 and utils._CHUNKED_LOGPROB_CHUNK_SIZE == 32768
+    assert chunked_logprob.TOKEN_CHUNK_SIZE == rc.LOGPROB_TILE == 4096
+    assert utils._CHUNKED_LOGPROB_CHUNK_SIZE == rc.LOGPROB_VOCAB_CHUNK == 32768
     init = inspect.getsource(grpo.GRPOTrainer.__init__)
     assert "add_fused_lm_head(" in init and "fused_lm_head=True" in inspect.getsource(grpo)
-    for shape in rc.MODELS:
-        kept = 2 * rc.LOGPROB_TILE * 32768 + 4 * shape.vocab_size * shape.hidden_size
-        assert kept <= 4 * rc.LOGPROB_TILE * shape.vocab_size, shape.name
+    backward = inspect.getsource(chunked_logprob.ChunkedLogProbFunction.backward)
+    assert "torch.zeros(hidden.shape, device=hidden.device, dtype=torch.float32) if needs_hidden_grad" in backward
+    assert "torch.zeros(weight.shape, device=weight.device, dtype=torch.float32) if needs_weight_grad" in backward
+    kernel = rc.logprob_kernel_bytes(QWEN25_7B, "full", 2 * 8192)
+    assert kernel == {"tile": 2 * 4096 * 32768, "hidden gradient": 4 * 16384 * 3584, "head gradient": 4 * 152064 * 3584}
+    assert rc.logprob_kernel_bytes(QWEN25_7B, "lora", 2 * 8192)["head gradient"] == 0
+    r = rc.recipe(QWEN25_7B, 8, "full", "colocate")
+    assert (r.micro_batch, r.completion_length) == (2, 8192)
+    assert sum(kernel.values()) / 1e9 == pytest.approx(0.27 + 0.23 + 2.18, abs=0.01)
+    assert sum(kernel.values()) > 4 * 4096 * QWEN25_7B.vocab_size      # more than the fp32 tile counted before
 
 
 def test_learning_rate_transfers_by_width():

@@ -18,12 +18,12 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
 4. ``max_completion_length`` T, the longest of ``COMPLETION_LENGTHS``, and then the micro-batch m
    (``per_device_train_batch_size``), the largest of ``MICRO_BATCHES`` dividing the GPU's sequences, such
    that one training GPU's bytes (``memory_budget`` with activation checkpointing, TRL's default, the
-   architecture's own activation bytes, the fp32 logits of one ``LOGPROB_TILE``-token tile, no reference model
-   since TRL's ``beta`` is 0) plus
+   architecture's own activation bytes, no reference model since TRL's ``beta`` is 0, and in place of the
+   logits the buffers of TRL's fused log-prob kernel, :func:`logprob_kernel_bytes`) plus
    the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights and
    the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
 5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
-   transferred by width: Adam moves every weight by about the learning rate a step (chapter 15), and a
+   transferred by width: Adam moves every weight by about the learning rate a step (chapter 16), and a
    layer's output sums h such moves, so the same change of the function needs lr x 64 / h, rounded to two
    significant digits. LoRA takes ``LORA_LR_FACTOR`` times that rounded rate: a rule of thumb, not derived here.
 
@@ -76,11 +76,10 @@ UTILISATION, BANDWIDTH_EFFICIENCY = 0.4, 0.6
 #: Forward passes a step adds to forward and backward: checkpointing's recomputation, the old log-probs.
 EXTRA_FORWARDS = 2
 #: Tokens a tile of TRL 1.16's fused LM head and log-prob (``trl/kernels/chunked_logprob.py``'s ``TOKEN_CHUNK_SIZE``;
-#: ``GRPOTrainer.__init__`` always installs it with ``add_fused_lm_head``, so the (m, T, V) logits are never built).
-#: The recipes count 4 x ``LOGPROB_TILE`` x V bytes: fp32 logits of one tile over the whole vocabulary, an upper
-#: bound for what the kernel holds at once (a bf16 tile of 4096 tokens x 32768 vocabulary entries, and in the
-#: backward pass the fp32 gradient of the LM head, V x h x 4 bytes).
-LOGPROB_TILE = 4096
+#: ``GRPOTrainer.__init__`` always installs it with ``add_fused_lm_head``, so the (m, T, V) logits are never built),
+#: and the vocabulary entries of one tile (``trl/trainer/utils.py``'s ``_CHUNKED_LOGPROB_CHUNK_SIZE``). The recipes
+#: count what that kernel holds in its backward pass (:func:`logprob_kernel_bytes`) in place of the logits.
+LOGPROB_TILE, LOGPROB_VOCAB_CHUNK = 4096, 32768
 
 
 @dataclass(frozen=True)
@@ -185,6 +184,18 @@ def learning_rate(shape: ModelShape, tuning: str) -> float:
     return full if tuning == "full" else float(f"{full * LORA_LR_FACTOR:.2g}")
 
 
+def logprob_kernel_bytes(shape: ModelShape, tuning: str, tokens: int) -> dict:
+    """What TRL 1.16's fused LM head and log-prob (``ChunkedLogProbFunction`` in ``trl/kernels/chunked_logprob.py``)
+    holds in its backward pass over ``tokens`` completion tokens (a micro-batch's, m x T at most): its bf16 tile of
+    ``LOGPROB_TILE`` tokens x ``LOGPROB_VOCAB_CHUNK`` vocabulary entries, the fp32 gradient of the hidden states,
+    4 x tokens x h bytes (``grad_hidden``: LoRA's adapters sit below the head, so it is built for LoRA too), and, in
+    full fine-tuning only, the fp32 gradient of the LM head, 4 x V x h bytes (``grad_weight``; LoRA's head is frozen).
+    The recipes count these bytes in place of ``memory_budget``'s logits."""
+    tile = 2 * min(tokens, LOGPROB_TILE) * min(shape.vocab_size, LOGPROB_VOCAB_CHUNK)
+    head = 4 * shape.vocab_size * shape.hidden_size if tuning == "full" else 0
+    return {"tile": float(tile), "hidden gradient": float(4 * tokens * shape.hidden_size), "head gradient": float(head)}
+
+
 def _engine_bytes(shape: ModelShape, sequences: int, completion_length: int) -> float:
     """A vLLM engine's bf16 weights and the KV cache of ``sequences`` sequences decoding at once."""
     kv = kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim)
@@ -196,8 +207,8 @@ def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, mic
     budget = memory_budget(shape.n_params, reference=False, prompts=GROUPS_PER_GPU * trainer_gpus, group_size=group_size,
                            prompt_length=PROMPT_LENGTH, completion_length=completion_length, n_gpus=trainer_gpus,
                            sharding=sharding, activation_checkpointing=True, micro_batch=micro_batch,
-                           activation_bytes=activation_bytes_per_token(shape), logits_chunk=LOGPROB_TILE,
-                           **shape_options(shape), **adapters)
+                           activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
+    budget["logits"] = sum(logprob_kernel_bytes(shape, tuning, micro_batch * completion_length).values())
     return sum(v for part, v in budget.items() if part != "kv_cache")    # the engine's cache is counted apart
 
 
