@@ -52,6 +52,9 @@ def test_students_slips_are_named():
     assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
     k3 = np.mean([math.exp(-g) - 1 + g for g in (0.8, 0.7, 0.6)])          # r - 1 - ln r, r = pi_theta / pi_samp
     assert "k3 estimate" in check("ex-ch20-opsm-kl", k3)
+    kept, dropped = check("ex-ch20-opsm-kl", 1.0), check("ex-ch20-opsm-kl", 0.0)     # the mask's values, not its measure
+    assert "that is the mask's value" in kept and "this one is dropped" in kept
+    assert "that is the mask's value" in dropped and "this sequence is dropped" in dropped
 
 
 def test_the_coding_exercise_passes_the_library_and_names_each_slip():

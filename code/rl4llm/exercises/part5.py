@@ -511,7 +511,9 @@ def _opsm_mistakes() -> tuple[tuple[float, str], ...]:
                                       "log-probability gaps (a k1 estimate of the KL)"),
         (float(np.mean(np.abs(np.log(-np.array(OPSM_ENGINE)) - np.log(-np.array(OPSM_POLICY))))),
          "that compares the logs of the log-probabilities; subtract the log-probabilities themselves"),
-        (1.0, "that is the mask's value (1: the sequence is kept); the question asks for the measure the mask "
+        (1.0, "that is the mask's value for a kept sequence (1; this one is dropped: 0); the question asks for the "
+              "measure the mask compares with delta, the mean of log pi_samp - log pi_theta over the tokens"),
+        (0.0, "that is the mask's value (0: this sequence is dropped); the question asks for the measure the mask "
               "compares with delta, the mean of log pi_samp - log pi_theta over the tokens"),
         (float(np.mean(np.expm1(-gaps) + gaps)), "that is chapter 17's k3 estimate; the mask averages the plain "
                                                   "log-probability gap (k1), log pi_samp - log pi_theta"),
