@@ -9,7 +9,7 @@ from rl4llm import draws_per_kept_group, pass_at_k_estimate, sequence_ratio
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 
-CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k")
+CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-cispo-weights")
 
 
 def test_ids_and_chapter():
@@ -37,6 +37,7 @@ def test_values_from_the_library_and_by_hand():
     assert np.isclose(SPECS["ex-ch18-draws"].value, 1 / (1 - 0.2 ** 3 - 0.8 ** 3))
     assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, pass_at_k_estimate(10, 2, 4))
     assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, 1 - 70 / 210)
+    assert np.isclose(SPECS["ex-ch18-cispo-weights"].value, 1.28 + 0.9 + 1.1)     # the 1.3 token capped at 1.28
 
 
 def test_students_slips_are_named():
@@ -53,6 +54,10 @@ def test_students_slips_are_named():
     assert "pass@k is 1 minus it" in check("ex-ch18-pass-at-k", math.comb(8, 4) / math.comb(10, 4))
     assert "that is pass@1" in check("ex-ch18-pass-at-k", 2 / 10)
     assert "union bound" in check("ex-ch18-pass-at-k", 4 * 2 / 10)
+    assert "raw token ratios" in check("ex-ch18-cispo-weights", 1.3 + 0.9 + 1.1)
+    assert "PPO's clip" in check("ex-ch18-cispo-weights", 0.9 + 1.1)
+    assert "1 + eps = 1.2" in check("ex-ch18-cispo-weights", 1.2 + 0.9 + 1.1)
+    assert "caps at 0.28" in check("ex-ch18-cispo-weights", 3 * 0.28)
 
 
 def test_the_coding_exercise_passes_the_library_and_names_each_slip():

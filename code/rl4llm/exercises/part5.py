@@ -437,6 +437,35 @@ def _pass_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+#: The by-hand clip: three tokens of one answer with A > 0, their ratios pi / pi_old, and the two rules' widths.
+CLIP_RATIOS, CLIP_EPS, CLIP_CAP = (1.3, 0.9, 1.1), 0.2, 1.28
+
+
+def _cispo_weights() -> float:
+    """The sum of the weights CISPO (cap 1.28) puts on the three tokens' A grad ln pi, read from the gradient."""
+    import torch
+
+    from ..llm.grpo import cispo_loss
+    logp = torch.log(torch.tensor([CLIP_RATIOS], dtype=torch.float64)).requires_grad_()
+    zeros, ones = torch.zeros_like(logp).detach(), torch.ones_like(logp).detach()
+    (grad,) = torch.autograd.grad(cispo_loss(logp, zeros, ones[:, 0], ones, eps_max=CLIP_CAP)[0], logp)
+    return float(-grad.sum() * len(CLIP_RATIOS))          # token-mean: each weight is -N d loss / d ln pi
+
+
+def _cispo_mistakes() -> tuple[tuple[float, str], ...]:
+    rhos, eps, cap = CLIP_RATIOS, CLIP_EPS, CLIP_CAP
+    return (
+        (sum(rhos), "that is the sum of the raw token ratios; CISPO caps each weight at 1.28, so the 1.3 token "
+                    "counts 1.28"),
+        (sum(r for r in rhos if r <= 1 + eps), "that is PPO's clip, which zeroes the 1.3 token (A > 0, ratio "
+                                               "above 1 + eps); CISPO keeps it, at the cap 1.28"),
+        (sum(min(r, 1 + eps) for r in rhos), "that caps at 1 + eps = 1.2, the token clip's edge; the cap "
+                                             "here is 1.28"),
+        (sum(min(r, cap - 1) for r in rhos), "that caps at 0.28, DAPO's width read as the cap (the pitfall of "
+                                             "TRL's epsilon_high); the cap here is 1.28"),
+    )
+
+
 # ---------------------------------------------------------------- pass_at_k_estimate (coding)
 def _pass_case(rng):
     """The by-hand samples, then random (n, c, k) with 1 <= k <= n and 0 <= c <= n."""
@@ -604,6 +633,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _draws_mistakes),
     "ex-ch18-pass-at-k": NumericExercise(
         18, "the unbiased pass@4 estimate from 10 samples with 2 right", _pass_estimate, 0.002, _pass_mistakes),
+    "ex-ch18-cispo-weights": NumericExercise(
+        18, "the sum of CISPO's weights (cap 1.28) on three tokens with ratios 1.3, 0.9, 1.1 and A > 0",
+        _cispo_weights, 0.002, _cispo_mistakes),
     "pass_at_k_estimate": _PASS_AT_K,
     "ex-ch20-sequence-weight": NumericExercise(
         20, "TRL's sequence_mask weight of the answer (cap 3)", _sequence_weight, 0.002, _sequence_weight_mistakes),
