@@ -34,15 +34,17 @@ def chapter_cache(notebook: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(tempfile.mkdtemp(prefix=f"rl4llm-cache-{notebook.stem}-"))
 
 
-#: The longest test files, longest first, in worker-seconds of a ``.ci/run`` on 2 cores (``--durations=0``,
-#: summed by file): the browser visits of every page with the book's build 381, chapter 15 187, chapter
-#: 20 144, the charts in the browser 157, the charts' data 105, chapter 16 85, the launches 65. They are
-#: handed out first and every other file after them, in collection order (pytest.ini
-#: turns off xdist's own order, by the number of tests in a file, which put chapter 20's 19 cells near the
-#: end). Chapters 15 and 20 come before the browser's charts: the second worker trains while the first
-#: builds the book that both browser files wait for.
-LONGEST_FIRST = ["tests/test_browser.py", "book/15_tiny_transformer.ipynb", "book/20_sampler_trainer.ipynb",
-                 "tests/test_browser_charts.py", "tests/test_charts.py", "book/16_to_trl.ipynb", "tests/test_grpo_trl_script.py"]
+#: The longest test files, longest first, in worker-seconds of the whole suite on 2 cores (``--durations=0``,
+#: summed by file, 2026-12-03): the browser visits of every page with the book's build 373, chapter 20 225,
+#: chapter 15 157, the charts in the browser 144, chapter 18 126, the charts' data 90, the grading tests 68 and
+#: 61, chapter 16 61, chapter 19 49, the launches 44. They are handed out first and every other file after
+#: them, in collection order (pytest.ini turns off xdist's own order, by the number of tests in a file, which
+#: put chapter 20's cells near the end). Chapters 20 and 15 come before the browser's charts: the second worker
+#: trains while the first builds the book that both browser files wait for.
+LONGEST_FIRST = ["tests/test_browser.py", "book/20_sampler_trainer.ipynb", "book/15_tiny_transformer.ipynb",
+                 "tests/test_browser_charts.py", "book/18_sequence_ratios.ipynb", "tests/test_charts.py",
+                 "tests/test_grading.py", "tests/test_grading_sandbox.py", "book/16_to_trl.ipynb",
+                 "book/19_real_runs.ipynb", "tests/test_grpo_trl_script.py"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -212,12 +212,12 @@ def schedule_chart(n_params: float = 7e9):
 
 
 # Every chart of chapter 19, and its numbers from the library alone (tests/test_charts.py): the model state's
-# parts; the sizes of the fits chart, 25 from 1e5 to 1e11 and chapter 15's GPT, 7B and 70B.
+# parts; the sizes of the fits chart, 25 from chapter 15's GPT to 1e11, 7B and 70B.
 _STATE = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
 
 
 def _oracle_sizes():
-    return np.unique(np.r_[np.logspace(5, 11, 25), tiny_gpt_params(), 7e9, 70e9])
+    return np.unique(np.r_[np.logspace(np.log10(tiny_gpt_params()), 11, 25), 7e9, 70e9])
 
 
 def _oracle_state_gb(n, n_gpus, stage, reference=True):
