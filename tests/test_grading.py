@@ -205,6 +205,18 @@ def test_exercises_graded_side_by_side_in_a_fresh_process_are_all_right():
     assert all(correct for correct, _ in grades.values()), {k: m for k, (c, m) in grades.items() if not c}
 
 
+def test_the_grader_holds_its_lock_only_outside_the_sandbox(monkeypatch):
+    """The lock that keeps the grader's in-process work to one thread is free while the student's code
+    runs, so a submission that hangs until its timeout delays no other exercise's grade."""
+    from rl4llm.course.grading import sandbox
+
+    held, run = [], sandbox._run
+    monkeypatch.setattr(sandbox, "_run", lambda folder, timeout: held.append(sandbox._IN_PROCESS.locked()) or
+                        run(folder, timeout))
+    assert sandbox.grade("softmax", SOFTMAX, "my_softmax", timeout=HANG).correct
+    assert held == [False] and not sandbox._IN_PROCESS.locked()
+
+
 #: A by-hand cell as the release has it (the stub), and Exercise 7.1's answer's name and slips.
 STUB = "# Exercise 7.1: dJ/dz(15) under the lenient verifier.\n# YOUR CODE HERE\nraise NotImplementedError()\n"
 PARTIAL = SPECS["ex-ch07-partial-credit"]
