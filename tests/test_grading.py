@@ -155,6 +155,16 @@ SOFTMAX = ("import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n"
      "returned None"),
     ("names another function", "softmax", "my_softmax", SOFTMAX.replace("my_softmax", "softmax"), False,
      "does not define a function named my_softmax"),
+    ("returns complex numbers", "softmax", "my_softmax",
+     "import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n    return np.exp(np.asarray(logits) * 1j)\n",
+     False, "the reference gives"),
+    ("returns a structured array", "softmax", "my_softmax",
+     "import numpy as np\n\n\ndef my_softmax(logits, temperature=1.0):\n"
+     "    return np.zeros(len(logits), dtype=[('a', 'f8'), ('b', 'i4')])\n", False, "not numbers"),
+    ("forges its result file and exits", "softmax", "my_softmax",
+     "import os\n\n\ndef my_softmax(logits, temperature=1.0):\n"
+     "    open('result.json', 'w').write('{\"calls\": [{\"output\": \"../../etc/passwd\"}]}')\n    os._exit(0)\n",
+     False, "could not be read back"),
     ("imports an allowed building block", "score", "my_score",
      "import numpy as np\nfrom rl4llm import softmax\n\n\ndef my_score(logits, y):\n"
      "    return np.eye(len(logits))[y] - softmax(logits)\n", True, "Correct:"),
