@@ -192,3 +192,12 @@ def test_bad_input():
         rc.recipe(QWEN25_0_5B, 0, "full", "colocate")
     with pytest.raises(ValueError, match="group_size"):
         rc.failure_thresholds(1, 10, 10)
+
+
+def test_logprob_kernel_bytes_refuses_an_unknown_tuning_and_no_tokens():
+    from rl4llm.trl.recipes import logprob_kernel_bytes
+
+    with pytest.raises(ValueError, match="tuning"):
+        logprob_kernel_bytes(QWEN25_7B, "qlora", 1024)
+    with pytest.raises(ValueError, match="tokens"):
+        logprob_kernel_bytes(QWEN25_7B, "full", 0)

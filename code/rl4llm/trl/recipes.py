@@ -184,6 +184,7 @@ def learning_rate(shape: ModelShape, tuning: str) -> float:
     return full if tuning == "full" else float(f"{full * LORA_LR_FACTOR:.2g}")
 
 
+@checked(tuning=one_of(TUNINGS), tokens=at_least(1))
 def logprob_kernel_bytes(shape: ModelShape, tuning: str, tokens: int) -> dict:
     """What TRL 1.16's fused LM head and log-prob (``ChunkedLogProbFunction`` in ``trl/kernels/chunked_logprob.py``)
     holds in its backward pass over ``tokens`` completion tokens (a micro-batch's, m x T at most): its bf16 tile of
