@@ -313,13 +313,18 @@ def test_a_nan_loss_stops_training_before_the_update(warm, tmp_path, monkeypatch
     assert path.read_bytes() == saved
 
 
-def test_compare_over_seeds_is_seeded_and_starts_every_run_from_the_same_policy(warm):
+def test_compare_over_seeds_is_seeded_and_starts_every_run_from_the_same_policy(warm, capsys):
     base = GRPOConfig(steps=2, prompts_per_step=4, group_size=4, eval_every=2, device="cpu")
     results = compare_over_seeds(warm.model, TASK, base, {"a": {}, "b": {}, "c": {"lr": 1e-2}}, seeds=[0, 1])
     assert set(results) == {"a", "b", "c"} and results["a"].shape == (2,)
     np.testing.assert_array_equal(results["a"], results["b"])
     again = GRPOTrainer(warm.model, TASK, GRPOConfig(**{**base.__dict__, "seed": 1})).train(progress=False)
     assert results["a"][1] == again.evals["accuracy"][-1]
+    # one bar over the study's six runs (outside a notebook, tqdm writes it to stderr), none when asked
+    bar = capsys.readouterr().err
+    assert "runs: 100%" in bar and "6/6" in bar
+    quiet = compare_over_seeds(warm.model, TASK, base, {"a": {}}, seeds=[0, 1], progress=False)
+    assert capsys.readouterr().err == "" and quiet["a"].tolist() == results["a"].tolist()
 
 
 def test_learning_rate_warms_up_then_anneals_to_zero(warm):

@@ -31,7 +31,7 @@ import torch
 from .._checks import at_least, checked, in_range, seed_list
 from .model import GPT, completion_logprobs, sample
 from .tasks import MAX_COMPLETION_LEN, PROMPT_LEN, AdditionTask
-from .trainer import GRPOConfig, GRPOTrainer, torch_threads
+from .trainer import GRPOConfig, GRPOTrainer, runs_bar, torch_threads
 
 
 def _prompt_pairs(pairs, name: str) -> np.ndarray:
@@ -155,7 +155,7 @@ PREFILTER_ARMS = {"plain": ({"drop_zero_variance": False}, False),
 
 @checked(n_filter=at_least(2), seeds=seed_list(2, " (a spread needs two runs)"), filter_seed=at_least(0))
 def prefilter_study(policy: GPT, task: AdditionTask, config: GRPOConfig, *, n_filter: int, seeds,
-                    filter_seed: int = 0) -> dict:
+                    filter_seed: int = 0, progress: bool = True) -> dict:
     """The pre-filter beside the plain run, the run that drops flat groups and dynamic sampling, over ``seeds``
     (chapter 18).
 
@@ -171,26 +171,30 @@ def prefilter_study(policy: GPT, task: AdditionTask, config: GRPOConfig, *, n_fi
     "accuracy" (final held-out greedy, per seed), "seconds" (training wall time, per seed; the pre-filter's
     pass counted in its arm), "flat_first", "flat_last" (mean share of flat groups among the groups sampled
     over the first and the last 5 steps, per seed), "rounds" (mean rounds of prompts a step, per seed),
-    "policies"}}}``.
+    "policies"}}}``. ``progress`` shows one bar over the runs.
     """
     pre = prefilter(policy, task, n_filter, seed=filter_seed)
     extra = math.ceil(pre.answers_sampled / answers_per_step(config))
     budget = (config.steps + extra) * answers_per_step(config)          # the plain arm's answers
     arms = {}
-    for name, (overrides, filtered) in PREFILTER_ARMS.items():
-        steps = config.steps if filtered else config.steps + extra
-        max_answers = budget if overrides.get("refill_batches") else None
-        runs = [GRPOTrainer(policy, pre.task if filtered else task,
-                            replace(config, **overrides, steps=steps, seed=seed, eval_every=steps))
-                .train(progress=False, max_answers=max_answers) for seed in seeds]
-        flat = [run.metrics["frac_reward_zero_std"] for run in runs]
-        arms[name] = {"steps": np.array([run.step_count for run in runs]),
-                      "answers": np.array([sum(run.metrics["answers"]) for run in runs])
-                      + (pre.answers_sampled if filtered else 0),
-                      "rounds": np.array([np.mean(run.metrics["num_gen_batches"]) for run in runs]),
-                      "accuracy": np.array([run.evals["accuracy"][-1] for run in runs]),
-                      "seconds": np.array([run.train_seconds + (pre.seconds if filtered else 0.0) for run in runs]),
-                      "flat_first": np.array([np.mean(f[:5]) for f in flat]),
-                      "flat_last": np.array([np.mean(f[-5:]) for f in flat]),
-                      "policies": [run.policy for run in runs]}
+    with runs_bar(len(PREFILTER_ARMS) * len(seeds), progress) as bar:
+        for name, (overrides, filtered) in PREFILTER_ARMS.items():
+            steps = config.steps if filtered else config.steps + extra
+            max_answers = budget if overrides.get("refill_batches") else None
+            runs = []
+            for seed in seeds:
+                trainer = GRPOTrainer(policy, pre.task if filtered else task,
+                                      replace(config, **overrides, steps=steps, seed=seed, eval_every=steps))
+                runs.append(trainer.train(progress=False, max_answers=max_answers))
+                bar.update()
+            flat = [run.metrics["frac_reward_zero_std"] for run in runs]
+            arms[name] = {"steps": np.array([run.step_count for run in runs]),
+                          "answers": np.array([sum(run.metrics["answers"]) for run in runs])
+                          + (pre.answers_sampled if filtered else 0),
+                          "rounds": np.array([np.mean(run.metrics["num_gen_batches"]) for run in runs]),
+                          "accuracy": np.array([run.evals["accuracy"][-1] for run in runs]),
+                          "seconds": np.array([run.train_seconds + (pre.seconds if filtered else 0.0) for run in runs]),
+                          "flat_first": np.array([np.mean(f[:5]) for f in flat]),
+                          "flat_last": np.array([np.mean(f[-5:]) for f in flat]),
+                          "policies": [run.policy for run in runs]}
     return {"prefilter": pre, "arms": arms}

@@ -30,7 +30,7 @@ from .model import GPT
 from .tasks import AdditionTask
 from ..toy.verifier import addition_reward
 from ..toy.five_token import LOGITS
-from .trainer import GRPOConfig, GRPOTrainer
+from .trainer import GRPOConfig, GRPOTrainer, runs_bar
 
 #: The healthy run of chapter 19: 60 outer steps of 16 prompts x G = 8, one inner step, lr 3e-4 after a
 #: 10-step warmup, and TRL's former default beta = 0.04 (so the logged loss is beta times a KL).
@@ -60,16 +60,23 @@ class TaggedAnswerTask(AdditionTask):
 
 
 @checked(seeds=seed_list())
-def train_runs(policy: GPT, task: AdditionTask, seeds, runs: dict = RUNS, base: GRPOConfig = READING_CONFIG) -> dict:
+def train_runs(policy: GPT, task: AdditionTask, seeds, runs: dict = RUNS, base: GRPOConfig = READING_CONFIG, *,
+               progress: bool = True) -> dict:
     """Each of ``runs`` from ``policy``, once per seed of ``seeds`` (chapter 19): ``{name: [trainer, ...]}``.
 
     A run is ``base`` with its overrides and the seed; a run marked for it is scored by a
-    :class:`TaggedAnswerTask` on ``task``'s split, the others by ``task``.
+    :class:`TaggedAnswerTask` on ``task``'s split, the others by ``task``. ``progress`` shows one bar over
+    the runs.
     """
     tagged = TaggedAnswerTask(seed=task.seed, n_eval=task.n_eval)
-    return {name: [GRPOTrainer(policy, tagged if flat else task, replace(base, **overrides, seed=seed))
-                   .train(progress=False) for seed in seeds]
-            for name, (overrides, flat) in runs.items()}
+    out = {name: [] for name in runs}
+    with runs_bar(len(runs) * len(seeds), progress) as bar:
+        for name, (overrides, flat) in runs.items():
+            for seed in seeds:
+                trainer = GRPOTrainer(policy, tagged if flat else task, replace(base, **overrides, seed=seed))
+                out[name].append(trainer.train(progress=False))
+                bar.update()
+    return out
 
 
 def _group_of_answers(args):

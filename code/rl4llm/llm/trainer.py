@@ -720,22 +720,32 @@ def _restored_strategy(saved: list):
 
 
 # ---- "a single run proves nothing" ------------------------------------------------------------
+def runs_bar(runs: int, progress: bool = True):
+    """One progress bar over a study's ``runs`` training runs, advanced as each run ends (every run's own
+    bar is off): the studies of chapters 15 and 18-20 train many short runs in one cell."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=runs, desc="runs", unit="run", disable=not progress, leave=True)
+
+
 @checked(seeds=seed_list(2, " (a spread needs two runs)"))
 def compare_over_seeds(policy: GPT, task: AdditionTask, base: GRPOConfig, settings: dict[str, dict],
-                       seeds) -> dict[str, np.ndarray]:
+                       seeds, *, progress: bool = True) -> dict[str, np.ndarray]:
     """Final held-out greedy accuracy of each setting over ``seeds`` (chapter 15).
 
     ``settings`` maps a name to overrides of ``base`` (e.g. ``{"std": {}, "no std": {"scale_rewards":
     False}}``), and under ``"kl"``, ``"ratio"``, ``"sampler"`` or ``"entropy"`` to the trainer's strategies of later
     chapters (e.g. ``{"sampler": RolloutEngineSampler(staleness=4)}``); every run starts from ``policy``
     and differs from the others only in its overrides and seed. Returns ``{name: array of final
-    accuracies, one per seed}``.
+    accuracies, one per seed}``. ``progress`` shows one bar over the runs.
     """
-    results = {}
-    for name, overrides in settings.items():
-        strategies = {key: overrides[key] for key in STRATEGIES if key in overrides}
-        fields = {key: value for key, value in overrides.items() if key not in strategies}
-        finals = [GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **fields, "seed": seed}), **strategies)
-                  .train(progress=False).evals["accuracy"][-1] for seed in seeds]
-        results[name] = np.array(finals)
-    return results
+    results = {name: [] for name in settings}
+    with runs_bar(len(settings) * len(seeds), progress) as bar:
+        for name, overrides in settings.items():
+            strategies = {key: overrides[key] for key in STRATEGIES if key in overrides}
+            fields = {key: value for key, value in overrides.items() if key not in strategies}
+            for seed in seeds:
+                run = GRPOTrainer(policy, task, GRPOConfig(**{**asdict(base), **fields, "seed": seed}), **strategies)
+                results[name].append(run.train(progress=False).evals["accuracy"][-1])
+                bar.update()
+    return {name: np.array(finals) for name, finals in results.items()}
