@@ -367,6 +367,7 @@ def _exact(update, start=True, track=None):
     (_exact(lambda z, pi, r, lr, best: z + lr * pi * r), "baseline is missing"),
     (_exact(lambda z, pi, r, lr, best: z + lr * pi * (r - pi @ r), start=False), "steps + 1 values"),
     (_exact(lambda z, pi, r, lr, best: z - lr * (pi - np.eye(len(z))[best])), "SFT"),
+    (_exact(lambda z, pi, r, lr, best: z + pi * (r - pi @ r)), "learning rate is ignored"),
     (_exact(lambda z, pi, r, lr, best: z + 8 * lr * pi * (r - pi @ r)), "Not yet"),
 ])
 def test_typical_exact_gradient_learners_get_their_diagnosis(student, says):

@@ -427,7 +427,8 @@ def _exact_cases():
 
 
 def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, baseline=True, start=True, track="best",
-                   sft=False):
+                   sft=False, ignore_lr=False):
+    lr = 1.0 if ignore_lr else lr
     rewards = np.eye(len(LOGITS))[CORRECT] if rewards is None else rewards
     z, r = np.array(logits, dtype=float), np.asarray(rewards, dtype=float)
     best = int(np.argmax(r))
@@ -457,6 +458,8 @@ _RUN_EXACT_GRADIENT = FunctionExercise(21, run_exact_gradient, _exact_cases, (
      "best-rewarded answer, argmax(r)", lambda *a, **k: _exact_variant(*a, **k, track="J")),
     ("that is SFT on the best answer, z <- z - lr (pi - onehot(best)); the exact-gradient learner follows "
      "grad J = pi * (r - J)", lambda *a, **k: _exact_variant(*a, **k, sft=True)),
+    ("the learning rate is ignored: each step is z <- z + lr grad J with the lr passed in (these values "
+     "are the steps at lr = 1)", lambda *a, **k: _exact_variant(*a, **k, ignore_lr=True)),
 ))
 
 
