@@ -155,7 +155,8 @@ class FunctionExercise:
     arguments, or :class:`Call` for keyword arguments; ``mistakes`` pairs what went wrong, in words,
     with a function that makes that mistake (called like the reference). ``output`` says how a
     returned value is compared (:func:`rl4llm.course.grading.runner.as_output`); ``helpers`` are the
-    building blocks of ``rl4llm`` the function may import while graded.
+    building blocks of ``rl4llm`` the function may import while graded; ``first_case`` names the first
+    case in the verdict ("the toy" unless an exercise's first case is something else).
 
     The verdict comes from two steps that the grader also runs apart: the function runs on copies of
     every call (:meth:`run`, here in this process; the grader runs it in a sandbox), then
@@ -167,6 +168,7 @@ class FunctionExercise:
     mistakes: tuple[tuple[str, Callable], ...] = ()
     output: str = "first"
     helpers: tuple[str, ...] = HELPERS
+    first_case: str = "the toy"
 
     def calls(self) -> list[Call]:
         return [as_call(case) for case in self.cases()]
@@ -213,7 +215,8 @@ class FunctionExercise:
         outputs = [result["output"] for result in results]
         expected = self._values(self.reference, calls)
         if all(_close(o, e) for o, e in zip(outputs, expected)):
-            return f"{CORRECT} your function matches the reference on the toy and on {len(calls) - 1} other cases."
+            return (f"{CORRECT} your function matches the reference on {self.first_case} and on {len(calls) - 1} "
+                    "other cases.")
         for explanation, mistake in self.mistakes:
             replica = self._values(mistake, calls)
             if all(r is not None and _close(o, r) for o, r in zip(outputs, replica)):

@@ -312,7 +312,7 @@ _KV_BYTES = FunctionExercise(19, kv_bytes_per_token, _kv_cases, (
      lambda *a, **k: _kv_slip(*a, layers=False, **k)),
     ("the precision is ignored: 2 bytes a number is bf16's (and fp16's); fp32 takes 4 and fp8 1",
      lambda *a, **k: _kv_slip(*a[:3], number_bytes=2)),
-))
+), first_case="Llama-2-7B in fp16")
 
 
 # ---------------------------------------------------------------- ex-ch19-loss-at-start (by hand)

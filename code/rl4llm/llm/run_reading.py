@@ -9,10 +9,11 @@ and when it does not:
 - ``"every group flat"``: the same run with TRL's default beta = 0, scored by :class:`TaggedAnswerTask`,
   a verifier that wants the answer inside ``<answer>`` tags, which this model's vocabulary cannot
   write: every reward is 0, every group is flat, ``frac_reward_zero_std`` is 1, and the loss and its
-  gradient are exactly 0, so the weights never move (TRL issue #3452's "reward=0 and loss=0").
+  gradient are exactly 0, so the weights never move: the signature of the log in TRL issue #3857 (loss 0.0,
+  grad_norm 0.0, reward_std 0.0, frac_reward_zero_std 1.0), where every group's rewards were equal, though not 0.
 
-:func:`first_step` is the other question users ask (TRL issue #2703): why the loss is about 0 at the
-first step while the policy moves. With one inner step the ratio is exactly 1 and the advantages of a
+:func:`first_step` is the other question users ask (TRL issues #2703 and #3452): why the loss is about 0 at
+the first step while the policy moves. With one inner step the ratio is exactly 1 and the advantages of a
 group sum to 0, so the policy term's value is -sum_i A_i / G = 0 (for one-token answers, and for any
 lengths under ``"grpo"``), while its gradient, -(1/G) sum_i A_i grad log pi(y_i), is not.
 """

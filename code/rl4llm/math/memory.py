@@ -103,8 +103,9 @@ LLAMA2_7B = ModelShape("Llama-2-7B", 6.74e9, 32, 4096, 32, 128, 32000, 32, 11008
 #: size 4,864, vocabulary 151,936, tied embeddings, biases on q, k, v (494,032,768 parameters by count).
 QWEN25_0_5B = ModelShape("Qwen2.5-0.5B", 494032768, 24, 896, 2, 64, 151936, 14, 4864, "swiglu", True, True)
 #: Qwen/Qwen2.5-1.5B's config.json: 28 layers, width 1536, 12 heads and 2 key-value heads of 128,
-#: intermediate size 8,960, vocabulary 151,936, tied embeddings, biases on q, k, v.
-QWEN25_1_5B = ModelShape("Qwen2.5-1.5B", 1.54e9, 28, 1536, 2, 128, 151936, 12, 8960, "swiglu", True, True)
+#: intermediate size 8,960, vocabulary 151,936, tied embeddings, biases on q, k, v (1,543,714,304 parameters by
+#: count).
+QWEN25_1_5B = ModelShape("Qwen2.5-1.5B", 1543714304, 28, 1536, 2, 128, 151936, 12, 8960, "swiglu", True, True)
 #: Qwen/Qwen2.5-7B's config.json: 28 layers, width 3584, 28 heads and 4 key-value heads of 128, intermediate
 #: size 18,944, vocabulary 152,064, untied embeddings, biases on q, k, v (7,615,616,512 parameters by count).
 QWEN25_7B = ModelShape("Qwen2.5-7B", 7615616512, 28, 3584, 4, 128, 152064, 28, 18944, "swiglu", False, True)

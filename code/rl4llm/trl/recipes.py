@@ -302,7 +302,9 @@ def failure_thresholds(group_size: int, completion_tokens: int, sequences: int, 
       when its ratio exp(sum_t (log pi_train - log pi_vllm)) exceeds ``clip_max`` (its
       ``vllm_importance_sampling_clip_max``, 3.0), which the log shows as
       ``sampling/importance_sampling_ratio/min`` = 0. One token whose log-probs differ by more than
-      ln(clip_max), in the trainer's favour, masks its sequence unless the other tokens cancel it.
+      ln(clip_max), in the trainer's favour, masks its sequence unless the other tokens cancel it. TRL logs
+      the gap's absolute value (``sampling/sampling_logp_difference/max``), so its sign is not in the log;
+      ``importance_sampling_ratio/min`` = 0 is what confirms that sequences are masked.
     """
     return {"entropy collapse": math.log(2) / ((group_size - 1) * completion_tokens),
             "length blow-up": 1 - 2 ** (-1 / sequences),
