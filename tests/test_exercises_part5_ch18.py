@@ -9,7 +9,7 @@ from rl4llm import draws_per_kept_group, pass_at_k_estimate, sequence_ratio
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 
-CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-cispo-weights")
+CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-cispo-weights", "ex-ch18-holm")
 
 
 def test_ids_and_chapter():
@@ -38,6 +38,7 @@ def test_values_from_the_library_and_by_hand():
     assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, pass_at_k_estimate(10, 2, 4))
     assert np.isclose(SPECS["ex-ch18-pass-at-k"].value, 1 - 70 / 210)
     assert np.isclose(SPECS["ex-ch18-cispo-weights"].value, 1.28 + 0.9 + 1.1)     # the 1.3 token capped at 1.28
+    assert np.isclose(SPECS["ex-ch18-holm"].value, 4 * 0.0286)                    # the smallest of four p-values
 
 
 def test_students_slips_are_named():
@@ -58,6 +59,11 @@ def test_students_slips_are_named():
     assert "PPO's clip" in check("ex-ch18-cispo-weights", 0.9 + 1.1)
     assert "1 + eps = 1.2" in check("ex-ch18-cispo-weights", 1.2 + 0.9 + 1.1)
     assert "caps at 0.28" in check("ex-ch18-cispo-weights", 3 * 0.28)
+    assert "unadjusted" in check("ex-ch18-holm", 0.0286)
+    assert "m - 1 = 3" in check("ex-ch18-holm", 3 * 0.0286)
+    assert "divides by 4" in check("ex-ch18-holm", 0.0286 / 4)
+    assert "largest p by 4" in check("ex-ch18-holm", 4 * 0.5358)
+    assert "capped at 1" in check("ex-ch18-holm", min(1.0, 4 * 0.5358))
 
 
 def test_the_coding_exercise_passes_the_library_and_names_each_slip():

@@ -8,7 +8,8 @@
   and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
   (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
-  estimate from n samples (by hand); ``pass_at_k_estimate`` (coding).
+  estimate from n samples, CISPO's weights on three tokens, Holm's adjusted p of one knob (by hand);
+  ``pass_at_k_estimate`` (coding).
 - Chapter 20: TRL's default weight of an answer a separate sampler drew, the off-policy mask's measure of
   one sequence (by hand); the capped weight's mean and variance ``lognormal_weight_moments`` (coding).
 
@@ -466,6 +467,30 @@ def _cispo_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+#: The by-hand Holm adjustment: Welch's p of the four knobs against plain GRPO, the healthy run's late entropy
+#: (the stored run's four-digit p-values, fixed here; the bonus of 0.05 is the smallest).
+HOLM_P = {"entropy_coef 0.05": 0.0286, "adaptive, target 0.8": 0.5358, "top 20% of tokens": 0.0837,
+          "Clip-Cov 2%": 0.3424}
+
+
+def _holm_bonus() -> float:
+    from ..math.statistics import holm
+    return float(holm(np.array(list(HOLM_P.values())))[0])
+
+
+def _holm_mistakes() -> tuple[tuple[float, str], ...]:
+    p, m = HOLM_P["entropy_coef 0.05"], len(HOLM_P)
+    return (
+        (p, "that is Welch's p unadjusted (the test against the bonus's own noise floor); Holm multiplies the "
+            "smallest of the m = 4 p-values by 4"),
+        ((m - 1) * p, "that multiplies by m - 1 = 3, the factor of the second smallest; the smallest gets m = 4"),
+        (p / m, "that divides by 4 (Bonferroni's level 0.05 / 4 turned on the p-value); an adjusted p multiplies"),
+        (m * max(HOLM_P.values()), "that multiplies the largest p by 4; Holm multiplies the smallest by 4, the "
+                                   "next by 3, and caps at 1"),
+        (1.0, "that is 4 times the largest p, capped at 1; the bonus's p is the smallest, so it gets the factor 4"),
+    )
+
+
 # ---------------------------------------------------------------- pass_at_k_estimate (coding)
 def _pass_case(rng):
     """The by-hand samples, then random (n, c, k) with 1 <= k <= n and 0 <= c <= n."""
@@ -636,6 +661,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch18-cispo-weights": NumericExercise(
         18, "the sum of CISPO's weights (cap 1.28) on three tokens with ratios 1.3, 0.9, 1.1 and A > 0",
         _cispo_weights, 0.002, _cispo_mistakes),
+    "ex-ch18-holm": NumericExercise(
+        18, "the bonus's Holm-adjusted p over the four knobs (p-values 0.0286, 0.5358, 0.0837, 0.3424)",
+        _holm_bonus, 0.002, _holm_mistakes),
     "pass_at_k_estimate": _PASS_AT_K,
     "ex-ch20-sequence-weight": NumericExercise(
         20, "TRL's sequence_mask weight of the answer (cap 3)", _sequence_weight, 0.002, _sequence_weight_mistakes),
