@@ -1,6 +1,7 @@
 """Reading a run (chapter 19): a healthy GRPO run and two broken ones, read from what the trainer logs.
 
-The trainer logs what TRL 1.16 logs, under TRL's names (:data:`rl4llm.llm.trainer.METRICS`). Three runs
+The trainer logs most of what TRL 1.16 logs, under TRL's names where TRL has the quantity
+(:data:`rl4llm.llm.trainer.METRICS`; chapter 19 compares the two lists). Three runs
 of the tiny transformer from the warm start show what those numbers look like when training works
 and when it does not:
 

@@ -179,7 +179,8 @@ def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_pa
 
 def learning_rate(shape: ModelShape, tuning: str) -> float:
     """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h, rounded to two significant digits
-    (Qwen2.5-1.5B: 3e-4 x 64 / 1536 = 1.25e-5 -> 1.2e-05); LoRA: ``LORA_LR_FACTOR`` times that rounded rate."""
+    (Qwen2.5-1.5B: 3e-4 x 64 / 1536 is 1.2499999999999999e-05 in floating point -> 1.2e-05); LoRA:
+    ``LORA_LR_FACTOR`` times that rounded rate."""
     full = float(f"{READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size:.2g}")
     return full if tuning == "full" else float(f"{full * LORA_LR_FACTOR:.2g}")
 
