@@ -55,6 +55,21 @@ RECIPES = {
                                        "drop_zero_variance": True},
     "dapo lr 2e-3 16x8 S=1200": {"lr": 2e-3, "prompts_per_step": 16, "loss_type": "dapo", "steps": 1200},
     "dapo lr 1.5e-3 16x8 S=1200": {"lr": 1.5e-3, "prompts_per_step": 16, "loss_type": "dapo", "steps": 1200},
+    "dapo lr 2e-3 32x8 warmup 100 S=700": {"lr": 2e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 700,
+                                           "warmup_steps": 100},
+    "dapo lr 2e-3 32x8 clip 0.5 S=700": {"lr": 2e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 700,
+                                         "grad_clip": 0.5},
+    "dapo lr 1.5e-3 32x8 no std S=700": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 700,
+                                         "scale_rewards": False},
+    "dapo lr 1.5e-3 32x8 warmup 100 S=700": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo",
+                                             "steps": 700, "warmup_steps": 100},
+    "dapo lr 1.5e-3 32x8 warmup 5 S=700": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo",
+                                           "steps": 700, "warmup_steps": 5},
+    "dapo lr 1.5e-3 64x4 S=700": {"lr": 1.5e-3, "prompts_per_step": 64, "group_size": 4, "loss_type": "dapo",
+                                  "steps": 700},
+    "dapo lr 1.5e-3 24x8 S=900": {"lr": 1.5e-3, "prompts_per_step": 24, "loss_type": "dapo", "steps": 900},
+    "dapo lr 1.5e-3 32x8 T=1.2 S=700": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 700,
+                                        "temperature": 1.2},
 }
 RECORD = Path(__file__).parent / "results" / "budget_recipe_2core_cpu.json"
 
