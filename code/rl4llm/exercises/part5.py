@@ -153,7 +153,7 @@ def _sapo_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- ex-ch17-soft-punishment (by hand)
-#: The by-hand answer of section 6: right (the verifier's reward 1), 10 tokens long, under DAPO's soft overlong
+#: The by-hand answer of §6: right (the verifier's reward 1), 10 tokens long, under DAPO's soft overlong
 #: punishment with the chapter's cap L_max = 12 and buffer L_cache = 6 (the punishment ramps from 6 tokens).
 PUNISHED_LENGTH, PUNISHED_REWARD = 10, 1.0
 
