@@ -316,6 +316,7 @@ def test_k3_by_hand():
     assert "never negative" in check("ex-ch21-k3", 0.25 + math.log(0.25) - 1)
     assert "log10" in check("ex-ch21-k3", 0.25 - math.log10(0.25) - 1)
     assert "four decimals" in check("ex-ch21-k3", 0.64)
+    assert "ratio term is missing" in check("ex-ch21-k3", math.log(4) - 1)
     assert "'- 1' is missing" in check("ex-ch21-k3", "1.6363")
     assert "KL(pi_theta || pi_ref) = 0.6 ln 4" in check("ex-ch21-k3", 0.6 * math.log(4))
     assert "KL(pi_theta || pi_ref)" in check("ex-ch21-k3", "0.8318")

@@ -402,6 +402,8 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
         (x, "that is ln(ratio) = ln(pi_ref / pi_theta) = ln 0.25, k3's log term alone (k1 with its sign "
             "flipped); k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1"),
         (math.exp(x) - x, "the '- 1' is missing: k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1"),
+        (-x - 1, "the ratio term is missing: k3 = ratio - ln(ratio) - 1 = 0.25 + 1.3863 - 1, with ratio = "
+                 "pi_ref / pi_theta = 0.25"),
         (round(math.exp(x) - x - 1, 2), "that is k3 rounded to two decimals; enter it to four decimals"),
         (kl, "that is KL(pi_theta || pi_ref) = 0.6 ln 4, the average of k3 over all the answers pi_theta "
              "samples; the question asks what the sampled 5 alone pays, k3 at the ratio 0.2 / 0.8"),
