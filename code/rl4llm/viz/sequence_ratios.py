@@ -76,8 +76,8 @@ def clip_chart():
     names = [label for label, *_ in CLIPS]
     return bar_chart(clip_shares, [LENGTH, LEAD], categories=names, correct=3, ymax=1.15, xlabel="clip",
                      ylabel="share of tokens with zero gradient",
-                     headline="CISPO zeroes no token; GSPO's tight clip most", readout="CISPO", item="",
-                     marked="read out above the bars")
+                     headline="CISPO zeroes no token; once π is ahead, GSPO's tight clip the most", readout="CISPO",
+                     item="", marked="read out above the bars")
 
 
 def cost_chart():
