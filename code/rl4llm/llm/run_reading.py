@@ -11,7 +11,8 @@ and when it does not:
   a verifier that wants the answer inside ``<answer>`` tags, which this model's vocabulary cannot
   write: every reward is 0, every group is flat, ``frac_reward_zero_std`` is 1, and the loss and its
   gradient are exactly 0, so the weights never move: the signature of the log in TRL issue #3857 (loss 0.0,
-  grad_norm 0.0, reward_std 0.0, frac_reward_zero_std 1.0), where every group's rewards were equal, though not 0.
+  grad_norm 0.0, reward_std 0.0, frac_reward_zero_std 1.0), where each group's rewards were equal within the
+  group (mean reward 3.0), though not all 0.
 
 :func:`first_step` is the other question users ask (TRL issues #2703 and #3452): why the loss is about 0 at
 the first step while the policy moves. With one inner step the ratio is exactly 1 and the advantages of a
