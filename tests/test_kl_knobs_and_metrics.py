@@ -227,9 +227,9 @@ def test_the_flat_run_never_moves(warm):
 
 
 @pytest.mark.parametrize("exercise, expected", [("ex-ch19-loss-at-start", -(1 * 3 + (-1) * 2) / 5),
-                                                ("ex-ch19-gradient-at-start", math.sqrt(14 / 3) / 4)])
+                                                ("ex-ch19-gradient-at-start", math.sqrt(6) / 4)])
 def test_chapter_19_by_hand_exercises(exercise, expected):
-    """The values by hand (dapo's token sum over 5 tokens; |-(1/4)(sqrt3 e5 - (2/sqrt3) e4 - (1/sqrt3) e0)|),
+    """The values by hand (dapo's token sum over 5 tokens; |-(1/4)(2 e5 - e4 - e0)|),
     and every listed mistake its own message."""
     from rl4llm.exercises import SPECS, answer_key, check
 

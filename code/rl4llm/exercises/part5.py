@@ -346,8 +346,8 @@ def _loss_at_start_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- ex-ch19-gradient-at-start (by hand)
-#: The by-hand group of the one-step toy: "5" (right), "4", "4", "0".
-START_GROUP, START_GROUP_REWARDS = (2, 1, 1, 0), (1.0, 0.0, 0.0, 0.0)
+#: The by-hand group of the one-step toy: "5", "5" (right), "4", "0" (the body's group is "5", "4", "4", "0").
+START_GROUP, START_GROUP_REWARDS = (2, 2, 1, 0), (1.0, 1.0, 0.0, 0.0)
 
 
 def _start_gradient_norm() -> float:
@@ -648,7 +648,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         19, 'dapo\'s loss at the first inner step for "05" (right) and "4" (wrong)', _loss_at_start, 0.01,
         _loss_at_start_mistakes),
     "ex-ch19-gradient-at-start": NumericExercise(
-        19, "the norm of the first step's gradient in the logits (group 5, 4, 4, 0)", _start_gradient_norm, 0.005,
+        19, "the norm of the first step's gradient in the logits (group 5, 5, 4, 0)", _start_gradient_norm, 0.005,
         _start_gradient_mistakes),
     "ex-ch18-gspo-ratio": NumericExercise(
         18, "GSPO's sequence ratio s of the two-token answer (token ratios 1.6 and 0.9)", _gspo_ratio, 0.002,
