@@ -67,7 +67,8 @@ def variance_chart():
     compute = lambda L, steps: chain_values(L, steps, "variance")      # noqa: E731
     return bar_chart(compute, [LENGTH, LEAD], categories=WEIGHTING_LABELS, correct=0,
                      ymax=_top(compute, [LENGTH, LEAD], WEIGHTING_LABELS), xlabel="weighting",
-                     ylabel="variance of one answer's estimate", headline="the product weight's variance grows with L once π is ahead",
+                     ylabel="variance of one answer's estimate",
+                     headline="the product weight's variance grows with L once π is ahead",
                      readout="product", item="", marked="read out above the bars")
 
 
