@@ -241,6 +241,14 @@ def test_chapter_19_by_hand_exercises(exercise, expected):
     assert exercise in answer_key()
 
 
+def test_the_bodys_gradient_norm_is_a_named_slip():
+    """0.5401, the norm the chapter prints for its group 5, 4, 4, 0, is told apart from exercise 19.6's group."""
+    from rl4llm.exercises import check
+
+    assert check("ex-ch19-gradient-at-start", 0.5401) == (
+        "Not yet: 0.5401 is the chapter's group (5, 4, 4, 0); this exercise's group is 5, 5, 4, 0.")
+
+
 def test_the_sampler_mismatch_is_logged_under_trls_names(warm):
     """With a rollout engine (chapter 20) the trainer logs TRL's sampling/* metrics: the gap between the
     trainer's and the sampler's log-probs and the importance weights; without one they are NaN."""

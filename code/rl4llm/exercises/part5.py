@@ -348,11 +348,13 @@ def _loss_at_start_mistakes() -> tuple[tuple[float, str], ...]:
 # ---------------------------------------------------------------- ex-ch19-gradient-at-start (by hand)
 #: The by-hand group of the one-step toy: "5", "5" (right), "4", "0" (the body's group is "5", "4", "4", "0").
 START_GROUP, START_GROUP_REWARDS = (2, 2, 1, 0), (1.0, 1.0, 0.0, 0.0)
+#: The body's group, "5" (right), "4", "4", "0": its norm, printed in the chapter, is a slip here.
+BODY_GROUP, BODY_GROUP_REWARDS = (2, 1, 1, 0), (1.0, 0.0, 0.0, 0.0)
 
 
-def _start_gradient_norm() -> float:
+def _start_gradient_norm(group=START_GROUP, rewards=START_GROUP_REWARDS) -> float:
     from ..llm.run_reading import first_step
-    return float(np.linalg.norm(first_step(START_GROUP, START_GROUP_REWARDS)[1]))
+    return float(np.linalg.norm(first_step(group, rewards)[1]))
 
 
 def _start_gradient_mistakes() -> tuple[tuple[float, str], ...]:
@@ -369,6 +371,8 @@ def _start_gradient_mistakes() -> tuple[tuple[float, str], ...]:
         (norm(centred / r.std(ddof=1)), "that divides by the sample std (ddof 1, TRL's); the book's "
                                          "group_advantages divides by the population std (ddof 0)"),
         (norm(centred), "the advantages are not divided by the group's std: that is Dr. GRPO's r - mean"),
+        (body := _start_gradient_norm(BODY_GROUP, BODY_GROUP_REWARDS),
+         f"{body:.4f} is the chapter's group (5, 4, 4, 0); this exercise's group is 5, 5, 4, 0"),
     )
 
 
