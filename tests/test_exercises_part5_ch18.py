@@ -93,7 +93,7 @@ def test_a_students_variants_and_crashes():
 
 def test_the_product_weight_experiments_numbers():
     """ex-ch18-length's solution: from the printed 1 + chi^2 = 1.00943, L = ln 10 / ln 1.00943 = 245.3, so 246
-    tokens, where the second moment is 10.07 (the rounded 1.0094 gives 246.1, so 247); with the printed
+    tokens, where 1.00943^246 = 10.06 (10.07 unrounded; the rounded 1.0094 gives 246.1, so 247); with the printed
     sum pi^4 / pi_old^3 = 1.0616, one answer's w^2 has a relative variance of about 24 000 there (2.4 million
     answers for a 10% standard error); at L = 6 the Monte Carlo mean of w^2 lies within two standard errors
     of the table's exact 1.0580."""
@@ -103,6 +103,7 @@ def test_the_product_weight_experiments_numbers():
     m2, m4 = float(pi @ (pi / old)), float(pi ** 4 @ (1 / old ** 3))
     assert (round(m2, 5), round(m4, 4)) == (1.00943, 1.0616)
     assert round(math.log(10) / math.log(1.00943), 1) == 245.3
+    assert round(1.00943 ** 246, 2) == 10.06                                 # the five-decimal route the solution takes
     L = math.ceil(math.log(10) / math.log(m2))
     assert (L, round(m2 ** L, 2)) == (246, 10.07)
     assert round(math.log(10) / math.log(1.0094), 1) == 246.1 and math.ceil(math.log(10) / math.log(1.0094)) == 247
