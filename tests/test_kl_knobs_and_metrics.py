@@ -125,15 +125,17 @@ def test_defaults_pass_the_default_kl_knobs_to_the_loss():
 
 
 def test_kl_in_the_reward_shapes_the_advantages(warm):
-    """kl=KLInReward(): A = group_advantages(r - beta sum_t (log pi_old - log pi_ref)), and the loss
-    has no KL term; checked on a policy moved away from the reference so that the KL is not 0."""
+    """kl=KLInReward(): A = group_advantages(r - beta sum_t (log pi_old - log pi_ref)), both log-probs from the full
+    forward pass, and the loss has no KL term; checked on a policy moved away from the reference so that the KL is
+    not 0."""
     config = GRPOConfig(**TINY, beta=0.5, lr=1e-2)
     trainer = GRPOTrainer(warm, AdditionTask(seed=0), config, kl=KLInReward())
     trainer.train(2, progress=False)
     batch = trainer.rollout()
     with torch.no_grad():
         ref, _ = completion_logprobs(trainer.reference, batch.rollout.tokens, batch.rollout.prompt_len)
-    k1 = ((batch.rollout.logp - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
+        old, _ = completion_logprobs(trainer.policy, batch.rollout.tokens, batch.rollout.prompt_len)
+    k1 = ((old - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
     assert float(k1.abs().max()) > 1e-3
     expected = group_advantages((batch.rewards - 0.5 * k1).numpy()).reshape(-1)
     np.testing.assert_allclose(batch.advantages.numpy(), expected, atol=1e-5)
@@ -151,7 +153,8 @@ def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(
     batch = trainer.rollout()
     with torch.no_grad():
         ref, _ = completion_logprobs(trainer.reference, batch.rollout.tokens, batch.rollout.prompt_len)
-    shaped = batch.rewards - 0.5 * ((batch.rollout.logp - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
+        old, _ = completion_logprobs(trainer.policy, batch.rollout.tokens, batch.rollout.prompt_len)
+    shaped = batch.rewards - 0.5 * ((old - ref) * batch.rollout.mask).sum(dim=1).view(-1, 4)
     informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(4)
     raw_flat = (batch.rewards.amax(dim=1) == batch.rewards.amin(dim=1)).repeat_interleave(4)
     assert torch.equal(batch.informative, informative) and torch.equal(batch.keep, informative)
@@ -159,6 +162,22 @@ def test_with_the_kl_in_the_reward_flat_groups_are_found_from_the_shaped_reward(
     expected = group_advantages(shaped.numpy()).reshape(-1)[informative.numpy()]
     np.testing.assert_allclose(batch.advantages.numpy(), expected, atol=1e-5)
     np.testing.assert_allclose(batch.ref_logp.numpy(), ref[informative].numpy(), rtol=1e-6, atol=1e-5)
+
+
+def test_kl_in_the_reward_is_exactly_0_while_the_policy_is_the_reference(warm):
+    """At step 1 pi_old is pi_ref: the shaped reward equals the score exactly, so a group of equal scores stays flat.
+    Scoring pi_old by the sampling pass instead (``rollout.logp``) leaves a KL of float rounding in every answer,
+    which the group's std would scale up to advantages of order 1."""
+    config = GRPOConfig(**{**TINY, "prompts_per_step": 16}, beta=0.5)
+    trainer = GRPOTrainer(warm, AdditionTask(seed=0), config, kl=KLInReward())
+    batch = trainer.rollout()
+    flat = (batch.rewards.amax(dim=1) == batch.rewards.amin(dim=1)).repeat_interleave(4)
+    assert bool(flat.any()) and torch.equal(batch.informative, ~flat)
+    assert float(batch.advantages[flat].abs().max()) == 0.0
+    with torch.no_grad():
+        ref, _ = completion_logprobs(trainer.reference, batch.rollout.tokens, batch.rollout.prompt_len)
+    rounding = ((batch.rollout.logp - ref) * batch.rollout.mask).sum(dim=1)
+    assert float(rounding.abs().max()) < 1e-4          # the other route's KL at step 1: rounding only
 
 
 def test_trl_named_metrics_and_aliases(warm):

@@ -44,14 +44,15 @@ def test_every_recipe_is_a_valid_trl_config_that_fits(key, r):
 def test_a_recipe_recounted_by_hand():
     """Qwen2.5-0.5B, full fine-tuning, one GPU: 16 bytes a parameter (no reference at beta = 0), checkpointed
     activations (2 h L + a) m S, in place of the logits TRL's fused log-prob kernel (a bf16 tile of 4096 x 32768, the
-    fp32 gradients of the hidden states, 4 m T h, and of the LM head, 4 V h), and vLLM's 0.1 of the GPU."""
+    fp32 gradients of the hidden states, 4 m T h, and of the LM head, 4 V h), and vLLM's 0.1 of the GPU (its bf16
+    weights, 2 GB of working memory and the caches of the GPU's 32 sequences)."""
     r = rc.recipe(QWEN25_0_5B, 1, "full", "colocate")
     s, h, L = rc.PROMPT_LENGTH + r.completion_length, QWEN25_0_5B.hidden_size, QWEN25_0_5B.n_layers
     a = activation_bytes_per_token(QWEN25_0_5B)
     by_hand = (16 * QWEN25_0_5B.n_params + (2 * h * L + a) * r.micro_batch * s
                + 2 * 4096 * 32768 + 4 * r.micro_batch * r.completion_length * h + 4 * QWEN25_0_5B.vocab_size * h)
     assert r.train_bytes == pytest.approx(by_hand)
-    engine = 2 * QWEN25_0_5B.n_params + 32 * s * (2 * 24 * 2 * 64 * 2)
+    engine = 2 * QWEN25_0_5B.n_params + 2e9 + 32 * s * (2 * 24 * 2 * 64 * 2)      # weights, working memory, caches
     assert r.engine_bytes == pytest.approx(engine) and r.vllm_memory == 0.1
     # the longer cap or the larger micro-batch would not be chosen over these: T is the longest candidate
     assert (r.completion_length, r.micro_batch, r.accumulation) == (8192, 8, 4)
@@ -78,9 +79,39 @@ def test_logits_are_counted_as_trls_fused_kernel():
     assert kernel == {"tile": 2 * 4096 * 32768, "hidden gradient": 4 * 16384 * 3584, "head gradient": 4 * 152064 * 3584}
     assert rc.logprob_kernel_bytes(QWEN25_7B, "lora", 2 * 8192)["head gradient"] == 0
     r = rc.recipe(QWEN25_7B, 8, "full", "colocate")
-    assert (r.micro_batch, r.completion_length) == (2, 8192)
+    assert (r.micro_batch, r.completion_length) == (1, 8192)
     assert sum(kernel.values()) / 1e9 == pytest.approx(0.27 + 0.23 + 2.18, abs=0.01)
     assert sum(kernel.values()) > 4 * 4096 * QWEN25_7B.vocab_size      # more than the fp32 tile counted before
+
+
+def test_lora_recipes_load_the_base_in_bf16_as_counted():
+    """TRL 1.16 loads a model named by its id in float32 unless model_init_kwargs gives a dtype; the LoRA recipes
+    count a bf16 base (2 bytes a parameter), so they set it; full fine-tuning keeps TRL's float32 load (the same 16
+    bytes a parameter without DeepSpeed; DeepSpeed's bf16 mode casts the weights and keeps an fp32 master)."""
+    import inspect
+
+    from trl.trainer.utils import create_model_from_path
+    assert 'dtype = kwargs.get("dtype", "float32")' in inspect.getsource(create_model_from_path)
+    for _, r in FOUND:
+        kwargs = r.trl_kwargs("out")
+        if r.tuning == "lora":
+            assert kwargs["model_init_kwargs"] == {"dtype": "bfloat16"}
+        else:
+            assert "model_init_kwargs" not in kwargs
+
+
+def test_the_launch_names_trls_own_deepspeed_configs():
+    """Each ZeRO recipe's --config_file is a file of TRL's wheel, with its ZeRO stage and bf16 mixed precision."""
+    import re
+    from pathlib import Path
+
+    import trl
+    zero = [r for _, r in FOUND if r.sharding != "none"]
+    assert zero
+    for r in zero:
+        path = re.search(r"--config_file (\S+)", r.launch()).group(1)
+        text = (Path(trl.__file__).parent.parent / path).read_text()
+        assert f"zero_stage: {2 if r.sharding == 'zero2' else 3}" in text and "mixed_precision: 'bf16'" in text
 
 
 def test_learning_rate_transfers_by_width():
@@ -90,6 +121,9 @@ def test_learning_rate_transfers_by_width():
     assert rc.learning_rate(QWEN25_1_5B, "full") == 1.2e-5 and rc.learning_rate(QWEN25_1_5B, "lora") == 1.2e-4
     for shape in rc.MODELS:
         assert rc.learning_rate(shape, "lora") == pytest.approx(rc.LORA_LR_FACTOR * rc.learning_rate(shape, "full"))
+    # the transferred rates lie 5 to 21 times above the published runs' 1e-6 (the docstring's "upper bound")
+    ratios = [rc.learning_rate(shape, "full") / 1e-6 for shape in rc.MODELS]
+    assert set(rc.PUBLISHED_LEARNING_RATES.values()) == {1e-6} and 5 < min(ratios) and max(ratios) < 22
 
 
 # ----------------------------------------------------------------------------- the vLLM server

@@ -7,7 +7,11 @@ becomes
 
     r_i - beta sum_t k1_it,     k1_it = log pi_old(y_it) - log pi_ref(y_it),
 
-a number per answer, from which the group advantages are formed; the loss then has no KL term.
+a number per answer, from which the group advantages are formed; the loss then has no KL term. Both
+log-probs come from the same full forward pass (:func:`completion_logprobs`), not log pi_old from the
+sampling pass: the two routes differ by float rounding, and a group whose answers all score alike would
+then differ only by that rounding, which the group's std scales up to advantages of order 1 (at step 1,
+where pi_old = pi_ref, every flat group would look informative and train on noise).
 The trainer (:class:`rl4llm.llm.trainer.GRPOTrainer`) takes one as ``kl=`` and calls
 :meth:`loss_options` once and :meth:`shaped_rewards` at every rollout.
 """
@@ -36,7 +40,7 @@ class KLInLoss:
         """The KL keywords of :func:`rl4llm.llm.grpo.grpo_loss`: the loss carries beta's term."""
         return {"beta": beta, "kl_estimator": self.estimator, "use_bias_correction_kl": self.use_bias_correction_kl}
 
-    def shaped_rewards(self, reference, rollout: Rollout, rewards: torch.Tensor, beta: float,
+    def shaped_rewards(self, policy, reference, rollout: Rollout, rewards: torch.Tensor, beta: float,
                        temperature: float) -> tuple[torch.Tensor, None]:
         """The rewards the advantages come from, unchanged (the KL is in the loss), and no reference log-probs."""
         return rewards, None
@@ -51,14 +55,16 @@ class KLInReward:
         """The KL keywords of :func:`rl4llm.llm.grpo.grpo_loss`: no KL term in the loss."""
         return {"beta": 0.0}
 
-    def shaped_rewards(self, reference, rollout: Rollout, rewards: torch.Tensor, beta: float,
+    def shaped_rewards(self, policy, reference, rollout: Rollout, rewards: torch.Tensor, beta: float,
                        temperature: float) -> tuple[torch.Tensor, torch.Tensor | None]:
         """r_i - beta sum_t k1_it, shaped (N, G) like ``rewards``, with k1 = log pi_old / pi_ref of each
-        sampled token, and the reference's log-probs of every sampled row (None when beta = 0: unshaped)."""
+        sampled token (``policy`` is pi_old, the weights that sampled; both scored by one full forward pass),
+        and the reference's log-probs of every sampled row (None when beta = 0: unshaped)."""
         if beta == 0:
             return rewards, None
         G = rewards.shape[1]
         with torch.no_grad():
             ref_logp, _ = completion_logprobs(reference, rollout.tokens, rollout.prompt_len, temperature, G)
-        k1 = KL_ESTIMATORS["k1"](ref_logp - rollout.logp) * rollout.mask
+            old_logp, _ = completion_logprobs(policy, rollout.tokens, rollout.prompt_len, temperature, G)
+        k1 = KL_ESTIMATORS["k1"](ref_logp - old_logp) * rollout.mask
         return rewards - beta * k1.sum(dim=1).view(-1, G), ref_logp

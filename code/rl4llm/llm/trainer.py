@@ -466,7 +466,7 @@ class GRPOTrainer:
         pairs = np.repeat(task.train_pairs[chosen.numpy()], G, axis=0)                 # 3. the verifier's scores
         scores = task.rewards(pairs, rollout.completions.cpu().numpy())
         rewards = torch.as_tensor(scores, dtype=torch.float32, device=self.device).view(-1, G)
-        shaped, ref_logp = self.kl.shaped_rewards(self.reference, rollout, rewards, cfg.beta, cfg.temperature)
+        shaped, ref_logp = self.kl.shaped_rewards(model, self.reference, rollout, rewards, cfg.beta, cfg.temperature)
         # 4. group advantages; a group is flat when the reward its advantages come from is (as in TRL)
         informative = (shaped.amax(dim=1) > shaped.amin(dim=1)).repeat_interleave(G)
         keep = informative if cfg.drop_zero_variance else torch.ones_like(informative)

@@ -20,12 +20,22 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
    that one training GPU's bytes (``memory_budget`` with activation checkpointing, TRL's default, the
    architecture's own activation bytes, no reference model since TRL's ``beta`` is 0, and in place of the
    logits the buffers of TRL's fused log-prob kernel, :func:`logprob_kernel_bytes`) plus
-   the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights and
-   the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
+   the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights, its
+   working memory (``VLLM_WORKING_BYTES``) and the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
 5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
    transferred by width: Adam moves every weight by about the learning rate a step (chapter 16), and a
    layer's output sums h such moves, so the same change of the function needs lr x 64 / h, rounded to two
    significant digits. LoRA takes ``LORA_LR_FACTOR`` times that rounded rate: a rule of thumb, not derived here.
+   The transferred rates are 5 to 21 times the 1e-6 of published GRPO runs (``PUBLISHED_LEARNING_RATES``): an
+   upper bound to approach while the KL and the entropy stay healthy, not a rate known to work.
+
+The weights' precision: TRL 1.16 loads a model named by its id in float32 unless ``model_init_kwargs`` gives a
+``dtype`` (``trl.trainer.utils.create_model_from_path``). For full fine-tuning that default is the mixed precision
+counted here: without DeepSpeed, fp32 weights and gradients and AdamW's two moments make the same 16 bytes a
+parameter (4 + 4 + 8 instead of 2 + 2 + 12), and with DeepSpeed (TRL's ``accelerate_configs/zero2.yaml`` and
+``zero3.yaml`` set ``mixed_precision: bf16``) the engine casts the weights to bf16 and keeps the fp32 master copy in
+its optimizer. LoRA's frozen base, counted at 2 bytes a parameter, must be loaded in bf16: its recipes set
+``model_init_kwargs={"dtype": "bfloat16"}`` (in float32 the 7B base alone would take 30.5 GB, not 15.2).
 
 :func:`recipe_seconds` then estimates the step with ``rl4llm.math.step_time``: sampling at 60% of the
 bandwidth, training at 40% of the peak FLOP/s with two extra forward passes (the recomputation of
@@ -62,6 +72,13 @@ VLLM_SERVE_FLAGS = ("--weight-transfer-config '{\"backend\": \"nccl\"}' --logpro
                     "--max-logprobs -1")
 #: Share of each GPU kept free for what the count leaves out (CUDA context, allocator, vLLM's CUDA graphs): a guess.
 HEADROOM = 0.1
+#: What a colocated vLLM engine holds besides its weights and KV cache, and takes out of its share before it
+#: sizes the cache: the activations of its profiling pass over TRL's ``max_num_batched_tokens=4096``, its sampler's
+#: buffers, CUDA graphs. A guess, like ``HEADROOM``: vLLM's log line "Maximum concurrency" tells what a run got.
+VLLM_WORKING_BYTES = 2e9
+#: The learning rates of published GRPO runs (full fine-tuning), as their papers state them: DeepSeekMath
+#: (Shao et al. 2024, section 4.1, DeepSeekMath-Instruct 7B) and DAPO (Yu et al. 2025, Qwen2.5-32B base).
+PUBLISHED_LEARNING_RATES = {"DeepSeekMath, 7B": 1e-6, "DAPO, 32B": 1e-6}
 #: Prompt tokens, and whole groups a training GPU holds per optimizer step.
 PROMPT_LENGTH, GROUPS_PER_GPU = 512, 4
 #: Candidate completion caps (longest first) and micro-batches (largest first).
@@ -85,7 +102,7 @@ LOGPROB_TILE, LOGPROB_VOCAB_CHUNK = 4096, 32768
 @dataclass(frozen=True)
 class Recipe:
     """One configuration: the setting, what was chosen, one training GPU's bytes (``train_bytes``) and, colocated,
-    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights and the KV cache of the GPU's sequences;
+    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights, working memory and the KV cache of the GPU's sequences;
     0 in server mode, whose engine has GPUs of its own)."""
     model: ModelShape
     gpus: int
@@ -122,6 +139,8 @@ class Recipe:
                   "gradient_accumulation_steps": self.accumulation, "num_generations": self.group_size,
                   "max_completion_length": self.completion_length, "learning_rate": self.learning_rate,
                   "beta": 0.0, "bf16": True, "activation_checkpointing": True, "use_vllm": True, "vllm_mode": self.mode}
+        if self.tuning == "lora":                       # TRL loads in float32 otherwise; the count takes a bf16 base
+            kwargs["model_init_kwargs"] = {"dtype": "bfloat16"}
         if self.mode == "colocate":
             kwargs["vllm_gpu_memory_utilization"] = self.vllm_memory
         return kwargs
@@ -129,7 +148,8 @@ class Recipe:
     def launch(self) -> str:
         """What else a run needs: the sharding's accelerate config, the LoRA config, the vLLM server."""
         parts = [f"accelerate launch --num_processes {self.trainer_gpus}"
-                 + (f" --config_file {self.sharding}.yaml (DeepSpeed ZeRO stage {SHARDING[self.sharding]})"
+                 + (f" --config_file trl/accelerate_configs/{self.sharding}.yaml (in TRL's wheel: DeepSpeed ZeRO "
+                    f"stage {SHARDING[self.sharding]}, bf16)"
                     if self.sharding != "none" else "")]
         if self.tuning == "lora":
             parts.append(f'peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")')
@@ -199,9 +219,10 @@ def logprob_kernel_bytes(shape: ModelShape, tuning: str, tokens: int) -> dict:
 
 
 def _engine_bytes(shape: ModelShape, sequences: int, completion_length: int) -> float:
-    """A vLLM engine's bf16 weights and the KV cache of ``sequences`` sequences decoding at once."""
+    """A colocated vLLM engine's bf16 weights, its working memory and the KV cache of ``sequences`` sequences
+    decoding at once."""
     kv = kv_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.head_dim)
-    return 2 * shape.n_params + sequences * (PROMPT_LENGTH + completion_length) * kv
+    return 2 * shape.n_params + VLLM_WORKING_BYTES + sequences * (PROMPT_LENGTH + completion_length) * kv
 
 
 def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, micro_batch, sharding) -> float:
