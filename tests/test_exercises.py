@@ -91,6 +91,16 @@ def test_a_numeric_exercise_names_each_common_mistake_and_never_raises():
         NumericExercise(7, "x", 0.025, 5e-4, ((0.0255, "too close to tell apart"),))
 
 
+def test_two_slips_with_different_messages_must_be_told_apart():
+    """An answer within the tolerance of two slips would get whichever is listed first: two wrong values
+    with different messages must be more than 2 tolerances apart; the same message may repeat."""
+    from rl4llm.exercises import NumericExercise
+    with pytest.raises(ValueError, match="within 2 tolerances of each other"):
+        NumericExercise(7, "x", 0.025, 5e-4, ((0.1, "one slip"), (0.1009, "another slip")))
+    same = NumericExercise(7, "x", 0.025, 5e-4, ((0.1, "one slip"), (0.1009, "one slip")))
+    assert same.verdict(0.1005) == "Not yet: one slip."
+
+
 def test_verdicts_show_as_plain_text_and_assert_correct_fails_with_the_verdict(capsys):
     import json
 

@@ -1,19 +1,41 @@
 """Chapter 19's checked exercises (rl4llm.exercises.part5): each answer is right by an independent route
 (the arithmetic written out), each typical wrong answer gets its own message, and the experiment's
 stated answer (the best split of 16 GPUs) holds."""
+import math
+
+import numpy as np
 import pytest
 
 from rl4llm.exercises import EXERCISES, SPECS, check
 from rl4llm.exercises._core import MALFORMED
 from rl4llm.viz import real_runs as rr
 
-CH19 = ("ex-ch19-bytes", "ex-ch19-zero2", "ex-ch19-kv", "ex-ch19-decode")
+CH19 = ("ex-ch19-bytes", "ex-ch19-zero2", "ex-ch19-kv", "ex-ch19-decode", "ex-ch19-lora-bytes",
+        "ex-ch19-entropy-floor", "ex-ch19-clipped")
+
+
+def _cap_share_by_bisection(n: int) -> float:
+    """The c at which 1 - (1 - c)^n, the chance that a batch of n runs to the cap, is 1/2, found by bisection."""
+    low, high = 0.0, 1.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if 1 - (1 - mid) ** n < 0.5 else (low, mid)
+    return low
+
+
+#: Qwen2.5-7B's LoRA at r = 16, by hand: r (d_in + d_out) for q and o (3584 -> 3584), k and v (3584 -> 4 x 128),
+#: gate and up (3584 -> 18944) and down (18944 -> 3584), in each of 28 layers.
+LORA_PARAMS = 28 * 16 * (2 * (3584 + 3584) + 2 * (3584 + 4 * 128) + 3 * (3584 + 18944))
 
 #: The answers by hand: 18 bytes x 3e9; 2 Psi + 14 Psi / 8; 2 x 28 x 2 x 128 x 2 bytes x 64 x 4096;
-#: max(14e9 / 3.35e12, 2 x 7e9 x 8 / 989e12) s, in GB and milliseconds.
+#: max(14e9 / 3.35e12, 2 x 7e9 x 8 / 989e12) s, in GB and milliseconds; LoRA's parameters x 16 bytes in GB;
+#: ln 2 / ((G - 1) T) in 1e-5 nats; the share of capped completions (percent) where half the batches of 64 cap.
 BY_HAND = {"ex-ch19-bytes": 18 * 3e9 / 1e9, "ex-ch19-zero2": 2 * 7 + 14 * 7 / 8,
            "ex-ch19-kv": 2 * 28 * 2 * 128 * 2 * 64 * 4096 / 1e9,
-           "ex-ch19-decode": 1e3 * max(14e9 / 3.35e12, 2 * 7e9 * 8 / 989e12)}
+           "ex-ch19-decode": 1e3 * max(14e9 / 3.35e12, 2 * 7e9 * 8 / 989e12),
+           "ex-ch19-lora-bytes": LORA_PARAMS * 16 / 1e9,
+           "ex-ch19-entropy-floor": math.log(2) / (15 * 4096) * 1e5,
+           "ex-ch19-clipped": 100 * _cap_share_by_bisection(64)}
 
 
 def test_ids_and_chapter():
@@ -46,6 +68,74 @@ def test_the_mistakes_are_the_values_named():
     assert check("ex-ch19-zero2", 24.45).startswith("Not yet: that is in GiB")        # as a student would round it
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-kv"].mistakes] == [3.7581, 45.0972, 7.0, 15.0324, 0.2684]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-decode"].mistakes] == [0.1132, 33.4328, 2.0896, 4.2924, 0.0042]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-lora-bytes"].mistakes] == [0.69, 0.0807, 0.4844, 0.0231, 0.6016]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-entropy-floor"].mistakes] == [1.0577, 1.6276, 4620.9812, 4621, 0]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-clipped"].mistakes] == [2.1428, 0.7812, 0.0108, 98.9228]
+
+
+def test_the_lora_count_is_the_librarys_and_its_state_bytes():
+    """ex-ch19-lora-bytes: 40,370,176 trainable parameters (lora_params), 16 bytes each (ADAPTER_BYTES), the
+    adapter parts of memory_budget; k and v taken square give 43,122,688."""
+    from rl4llm.math.memory import ADAPTER_BYTES, QWEN25_7B, lora_params, memory_budget
+    assert lora_params(QWEN25_7B, 16) == LORA_PARAMS == 40_370_176 and sum(ADAPTER_BYTES.values()) == 16
+    budget = memory_budget(QWEN25_7B.n_params, adapter_params=LORA_PARAMS)
+    assert sum(budget[part] for part in ADAPTER_BYTES) / 1e9 == pytest.approx(SPECS["ex-ch19-lora-bytes"].value)
+    square = 28 * 16 * 4 * (3584 + 3584) + 28 * 16 * 3 * (3584 + 18944)
+    assert square == 43_122_688 and SPECS["ex-ch19-lora-bytes"].mistakes[0][0] == pytest.approx(square * 16 / 1e9)
+
+
+@pytest.mark.parametrize("exercise, typed, says", [
+    ("ex-ch19-lora-bytes", 0.65, "Correct:"), ("ex-ch19-lora-bytes", 0.646, "Correct:"),
+    ("ex-ch19-lora-bytes", 0.69, "k_proj and v_proj are not 3584 x 3584"),
+    ("ex-ch19-lora-bytes", 0.081, "bf16 weights alone"), ("ex-ch19-lora-bytes", 0.484, "12 bytes"),
+    ("ex-ch19-lora-bytes", 0.023, "one block's adapters"), ("ex-ch19-lora-bytes", 0.6016, "in GiB"),
+    ("ex-ch19-entropy-floor", 1.13, "Correct:"), ("ex-ch19-entropy-floor", 1.128, "Correct:"),
+    ("ex-ch19-entropy-floor", 1.06, "divides by G"), ("ex-ch19-entropy-floor", 1.63, "the ln 2 is missing"),
+    ("ex-ch19-entropy-floor", 4621, "a whole completion's entropy"),
+    ("ex-ch19-entropy-floor", "4620.98", "a whole completion's entropy"),
+    ("ex-ch19-entropy-floor", "1.13e-5", "that is in nats"),
+    ("ex-ch19-clipped", 1.08, "Correct:"), ("ex-ch19-clipped", 1.077, "Correct:"),
+    ("ex-ch19-clipped", 100 * math.log(2) / 64, "Correct:"),          # ln 2 / n, the first-order threshold
+    ("ex-ch19-clipped", 2.14, "for 32 sequences a GPU"), ("ex-ch19-clipped", 0.78, "1/(2n)"),
+    ("ex-ch19-clipped", 0.0108, "as a fraction"), ("ex-ch19-clipped", 98.92, "2^(-1/n) = 1 - c"),
+    ("ex-ch19-kv", 7.5, "Correct:"), ("ex-ch19-kv", 7.52, "Correct:"), ("ex-ch19-kv", 7.0, "in GiB"),
+    ("ex-ch19-zero2", 26.25, "Correct:"), ("ex-ch19-zero2", 24.45, "in GiB"),
+    ("ex-ch19-zero2", 24.5, "the gradients are missing"),
+])
+def test_answers_as_a_student_would_type_them(exercise, typed, says):
+    said = check(exercise, typed)
+    assert said.startswith(says) if says == "Correct:" else (said.startswith("Not yet:") and says in said), said
+
+
+def test_the_first_order_threshold_is_within_the_tolerance_and_the_slips_are_not():
+    """ex-ch19-clipped accepts ln 2 / n (1.0830%) beside 1 - 2^(-1/n) (1.0772%): they differ by less than the
+    0.01 points of the tolerance, while every named slip is more than 2 tolerances away."""
+    spec = SPECS["ex-ch19-clipped"]
+    assert abs(100 * math.log(2) / 64 - spec.value) < spec.tolerance
+    assert min(abs(w - spec.value) for w, _ in spec.mistakes) > 2 * spec.tolerance
+
+
+@pytest.mark.parametrize("exercise", CH19 + ("ex-ch19-loss-at-start", "ex-ch19-gradient-at-start"))
+def test_no_answer_is_two_slips_at_once(exercise):
+    """Every slip's band (its value within the tolerance) meets no other slip's band with another message, so an
+    answer between two slips (ZeRO-2's GiB 24.4472 and gradients missing 24.5) gets the slip it is near, or none."""
+    spec = SPECS[exercise]
+    for i, (wrong, explanation) in enumerate(spec.mistakes):
+        for other, other_explanation in spec.mistakes[i + 1:]:
+            assert abs(wrong - other) > 2 * spec.tolerance or explanation == other_explanation
+
+
+def test_between_zero2s_two_close_slips_each_answer_gets_the_slip_it_is_near():
+    spec = SPECS["ex-ch19-zero2"]
+    gib, no_gradients = spec.mistakes[3][0], spec.mistakes[4][0]
+    for typed in np.round(np.arange(24.40, 24.56, 0.001), 3):
+        said = check("ex-ch19-zero2", float(typed))
+        if abs(typed - gib) <= spec.tolerance:
+            assert "in GiB" in said, typed
+        elif abs(typed - no_gradients) <= spec.tolerance:
+            assert "the gradients are missing" in said, typed
+        else:
+            assert said == spec.wrong_message, typed
 
 
 @pytest.mark.parametrize("completion", [4096, 16384])

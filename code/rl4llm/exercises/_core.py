@@ -69,7 +69,9 @@ class NumericExercise:
     """A number to derive by hand: ``value`` within ``tolerance`` (absolute) is right.
 
     ``quantity`` names the number asked for (it labels the answer box); ``mistakes`` pairs each
-    common wrong value with what went wrong, in words. ``value`` and ``mistakes`` may also be given
+    common wrong value with what went wrong, in words; each lies more than 2 tolerances from the answer and
+    from every other wrong value with another message, so that no answer is both right and a slip, or two
+    slips at once. ``value`` and ``mistakes`` may also be given
     as zero-argument functions that compute them: they then run on first use, so that an answer
     computed with torch does not load torch in the chapters that never use it.
     """
@@ -96,6 +98,11 @@ class NumericExercise:
         for wrong, _ in mistakes:
             if abs(wrong - self.value) <= 2 * self.tolerance:
                 raise ValueError(f"the wrong value {wrong} is within 2 tolerances of the answer {self.value}")
+        for i, (wrong, explanation) in enumerate(mistakes):      # else an answer between two gets the first's
+            for other, other_explanation in mistakes[i + 1:]:
+                if abs(wrong - other) <= 2 * self.tolerance and explanation != other_explanation:
+                    raise ValueError(f"the wrong values {wrong} and {other} are within 2 tolerances of each other: "
+                                     "an answer between them could be either slip (merge their messages)")
         return mistakes
 
     @property

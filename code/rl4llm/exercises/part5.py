@@ -5,8 +5,9 @@
   SAPO gives a token that moved and the reward of an answer under DAPO's soft overlong punishment (by hand);
   the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
-  and the gradient's norm at a run's first step (by hand); the KV cache's bytes per token ``kv_bytes_per_token``
-  (coding).
+  and the gradient's norm at a run's first step, LoRA's trainable state of Qwen2.5-7B, and two failure
+  signatures' thresholds: the entropy floor and the share of capped completions (by hand); the KV cache's bytes
+  per token ``kv_bytes_per_token`` (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
   estimate from n samples, CISPO's weights on three tokens, Holm's adjusted p of one knob (by hand);
   ``pass_at_k_estimate`` (coding).
@@ -376,6 +377,90 @@ def _start_gradient_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+
+# ---------------------------------------------------------------- ex-ch19-lora-bytes (by hand)
+#: The by-hand LoRA run: Qwen2.5-7B (its shape is in the question), rank 16 (the recipes' ``LORA_RANK``) on all
+#: seven linear layers of every block.
+LORA_RANK_BY_HAND = 16
+
+
+def _lora_gb(bytes_per_param: float | None = None, square_kv: bool = False, layers: bool = True) -> float:
+    """GB of LoRA's trainable parameters with their AdamW state (``ADAPTER_BYTES``, 16 bytes each) for
+    Qwen2.5-7B at rank 16; ``square_kv`` takes k and v as h x h, ``layers=False`` counts one block."""
+    from ..math.memory import ADAPTER_BYTES, QWEN25_7B, lora_params
+    params = lora_params(QWEN25_7B, LORA_RANK_BY_HAND)
+    if square_kv:      # k_proj and v_proj as 3584 x 3584: r (h + h) each instead of r (h + n_kv d_head)
+        kv = QWEN25_7B.n_kv_heads * QWEN25_7B.head_dim
+        params += QWEN25_7B.n_layers * 2 * LORA_RANK_BY_HAND * (QWEN25_7B.hidden_size - kv)
+    size = sum(ADAPTER_BYTES.values()) if bytes_per_param is None else bytes_per_param
+    return params * size / (1 if layers else QWEN25_7B.n_layers) / 1e9
+
+
+def _lora_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_lora_gb(square_kv=True), "k_proj and v_proj are not 3584 x 3584: with 4 key-value heads of 128 they map "
+                                   "3584 to 512, so each adds r (3584 + 512) parameters"),
+        (_lora_gb(2), "that is the adapters' bf16 weights alone (2 bytes a parameter); training them keeps an fp32 "
+                      "value, an fp32 gradient and two fp32 moments, 16 bytes a trainable parameter"),
+        (_lora_gb(12), "that is 12 bytes a trainable parameter (the fp32 value and the two moments); the fp32 "
+                       "gradient adds 4: 16 bytes"),
+        (_lora_gb(layers=False), "that is one block's adapters; each of the 28 layers has its own seven"),
+        (_lora_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch19-entropy-floor (by hand)
+#: The by-hand run of the entropy-collapse threshold: G = 16 completions a prompt of T = 4096 tokens.
+FLOOR_G, FLOOR_T = 16, 4096
+#: The unit the answer is asked in: 10^-5 nats a token.
+FLOOR_UNIT = 1e-5
+
+
+def _entropy_floor() -> float:
+    from ..trl.recipes import failure_thresholds
+    return failure_thresholds(FLOOR_G, FLOOR_T, 1)["entropy collapse"] / FLOOR_UNIT
+
+
+def _entropy_floor_mistakes() -> tuple[tuple[float, str], ...]:
+    G, T = FLOOR_G, FLOOR_T
+    per_completion = math.log(2) / (G - 1) / FLOOR_UNIT            # 4620.98: typed to the unit as often, 4621
+    completion_message = ("that is the floor of a whole completion's entropy, ln 2 / (G - 1); TRL's entropy is a "
+                          "mean per token, T times smaller")
+    return (
+        (math.log(2) / (G * T) / FLOOR_UNIT, "that divides by G; the G samples are identical with probability "
+                                             "at least e^(-(G - 1) H), so the floor is ln 2 / ((G - 1) T)"),
+        (1 / ((G - 1) * T) / FLOOR_UNIT, "the ln 2 is missing: at least half the groups are flat where "
+                                         "e^(-(G - 1) T H) >= 1/2, i.e. (G - 1) T H <= ln 2"),
+        (per_completion, completion_message),
+        (round(per_completion), completion_message),
+        (math.log(2) / ((G - 1) * T), "that is in nats; the question asks for units of 10^-5 nats (times 10^5)"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch19-clipped (by hand)
+#: The by-hand GPU of the length blow-up: it decodes n = 64 completions a step (16 groups of 4, say).
+CLIPPED_N = 64
+
+
+def _clipped_percent(n: int = CLIPPED_N) -> float:
+    from ..trl.recipes import failure_thresholds
+    return 100 * failure_thresholds(2, 1, n)["length blow-up"]
+
+
+def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
+    n = CLIPPED_N
+    return (
+        (_clipped_percent(32), "that is the chapter's printed threshold, for 32 sequences a GPU; this GPU decodes "
+                               "n = 64: 1 - 2^(-1/64)"),
+        (100 / (2 * n), "that is 1/(2n), where a batch holds half a clipped completion on average; a batch runs to "
+                        "the cap when ANY of its n completions does, with probability 1 - (1 - c)^n, which "
+                        "passes 1/2 at c = 1 - 2^(-1/n)"),
+        (_clipped_percent() / 100, "that is c as a fraction; the question asks for percent (times 100)"),
+        (100 * 2 ** (-1 / n), "that is 2^(-1/n) = 1 - c, the share of completions that stop before the cap; c "
+                              "is 1 - 2^(-1/n)"),
+    )
+
+
 # ============================================================================ chapter 18
 #: The by-hand answer: two tokens whose ratios pi / pi_old are 1.6 and 0.9.
 GSPO_RATIOS = (1.6, 0.9)
@@ -641,9 +726,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         lambda: _state_gb(3e9), 0.5, _bytes_mistakes),
     "ex-ch19-zero2": NumericExercise(
         19, "the GB per GPU of a 7B model's state under ZeRO-2 on 8 GPUs, no reference",
-        lambda: _state_gb(7e9, reference=False, n_gpus=8, sharding="zero2"), 0.05, _zero2_mistakes),
+        lambda: _state_gb(7e9, reference=False, n_gpus=8, sharding="zero2"), 0.02, _zero2_mistakes),
     "ex-ch19-kv": NumericExercise(
-        19, "the GB of Qwen2.5-1.5B's bf16 KV cache for 64 sequences of 4096 tokens", _kv_gb, 0.01, _kv_mistakes),
+        19, "the GB of Qwen2.5-1.5B's bf16 KV cache for 64 sequences of 4096 tokens", _kv_gb, 0.05, _kv_mistakes),
     "ex-ch19-decode": NumericExercise(
         19, "the milliseconds of one decoding step of 7B parameters in bf16 for 8 sequences", _decode_ms, 0.005,
         _decode_mistakes),
@@ -652,8 +737,17 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         19, 'dapo\'s loss at the first inner step for "05" (right) and "4" (wrong)', _loss_at_start, 0.01,
         _loss_at_start_mistakes),
     "ex-ch19-gradient-at-start": NumericExercise(
-        19, "the norm of the first step's gradient in the logits (group 5, 5, 4, 0)", _start_gradient_norm, 0.005,
+        19, "the norm of the first step's gradient in the logits (group 5, 5, 4, 0)", _start_gradient_norm, 0.004,
         _start_gradient_mistakes),
+    "ex-ch19-lora-bytes": NumericExercise(
+        19, "the GB of Qwen2.5-7B's LoRA parameters (r = 16, every linear layer) with their AdamW state",
+        _lora_gb, 0.005, _lora_mistakes),
+    "ex-ch19-entropy-floor": NumericExercise(
+        19, f"the mean token entropy, in 10^-5 nats, below which half the groups are flat (G = {FLOOR_G}, "
+            f"T = {FLOOR_T})", _entropy_floor, 0.01, _entropy_floor_mistakes),
+    "ex-ch19-clipped": NumericExercise(
+        19, f"the percent of completions at the cap above which most batches of {CLIPPED_N} run to it",
+        _clipped_percent, 0.01, _clipped_mistakes),
     "ex-ch18-gspo-ratio": NumericExercise(
         18, "GSPO's sequence ratio s of the two-token answer (token ratios 1.6 and 0.9)", _gspo_ratio, 0.002,
         _gspo_mistakes),

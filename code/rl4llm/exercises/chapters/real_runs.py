@@ -5,7 +5,7 @@ PART, LECTURE = 5, 2
 OBJECTIVE = ("add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time"
              " (sampling, training, weight sync; synchronous against asynchronous); read a run's logged metrics "
              "(a loss of 0 with a gradient, flat groups, a learning rate too high)")
-MINUTES = (70, 90)      # reading its text and code, doing its exercises
+MINUTES = (70, 105)     # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
@@ -20,6 +20,12 @@ EXERCISE_OBJECTIVES = {
                              "not 0",
     "ex-ch19-gradient-at-start": "compute the gradient at a run's first step, where the loss is 0 and the policy"
                                  " moves",
+    "ex-ch19-lora-bytes": "count LoRA's trainable parameters from a model's shape, and the bytes they and their "
+                          "AdamW state take",
+    "ex-ch19-entropy-floor": "compute the mean token entropy below which at least half the groups are flat, from "
+                             "G and the completion length",
+    "ex-ch19-clipped": "compute the share of capped completions above which most decoding batches run to the "
+                       "cap",
     "ex-ch19-read-a-run": "predict, then read from the logged metrics, how a learning rate between the two runs "
                           "fails",
 }
