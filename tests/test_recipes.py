@@ -109,9 +109,27 @@ def test_the_launch_names_trls_own_deepspeed_configs():
     zero = [r for _, r in FOUND if r.sharding != "none"]
     assert zero
     for r in zero:
-        path = re.search(r"--config_file (\S+)", r.launch()).group(1)
-        text = (Path(trl.__file__).parent.parent / path).read_text()
+        path = re.search(r'--config_file "\$TRL_DIR/(\S+)"', r.launch()).group(1)
+        text = (Path(trl.__file__).parent / path).read_text()
         assert f"zero_stage: {2 if r.sharding == 'zero2' else 3}" in text and "mixed_precision: 'bf16'" in text
+
+
+def test_the_launch_lines_are_shell_commands_and_the_trainer_call_python():
+    """Server mode starts vLLM on the last GPUs and the trainer on the others; the trainer call is Python that
+    builds GRPOTrainer with the recipe's GRPOConfig (and LoraConfig for LoRA)."""
+    import ast
+    import shlex
+    for _, r in FOUND:
+        lines = r.launch().split("\n")
+        assert lines[-1].split()[-1] == rc.TRAIN_SCRIPT and all(shlex.split(line) for line in lines)
+        if r.mode == "server":
+            assert lines[0].startswith("CUDA_VISIBLE_DEVICES=" + ",".join(map(str, range(r.trainer_gpus, r.gpus))))
+            assert lines[-1].startswith("CUDA_VISIBLE_DEVICES=" + ",".join(map(str, range(r.trainer_gpus))) + " ")
+        call = ast.parse(r.trainer_call()).body[0].value
+        assert call.func.id == "GRPOTrainer"
+        keywords = {k.arg: k.value for k in call.keywords}
+        assert ast.literal_eval(keywords["args"].keywords[0].value) == "out"
+        assert ("peft_config" in keywords) == (r.tuning == "lora")
 
 
 def test_learning_rate_transfers_by_width():

@@ -79,8 +79,11 @@ VLLM_WORKING_BYTES = 2e9
 #: The learning rates of published GRPO runs (full fine-tuning), as their papers state them: DeepSeekMath
 #: (Shao et al. 2024, section 4.1, DeepSeekMath-Instruct 7B) and DAPO (Yu et al. 2025, Qwen2.5-32B base).
 PUBLISHED_LEARNING_RATES = {"DeepSeekMath, 7B": 1e-6, "DAPO, 32B": 1e-6}
-#: Prompt tokens, and whole groups a training GPU holds per optimizer step.
+#: Prompt tokens (at most: TRL 1.16's ``GRPOConfig`` has no ``max_prompt_length``, so the prompts must be
+#: filtered to it), and whole groups a training GPU holds per optimizer step.
 PROMPT_LENGTH, GROUPS_PER_GPU = 512, 4
+#: The training script a recipe's ``accelerate launch`` runs: the reader's, holding :meth:`Recipe.trainer_call`.
+TRAIN_SCRIPT = "train_grpo.py"
 #: Candidate completion caps (longest first) and micro-batches (largest first).
 COMPLETION_LENGTHS, MICRO_BATCHES = (8192, 4096, 2048, 1024), (8, 4, 2, 1)
 #: LoRA's rank and scale (alpha): stated choices, the usual r = 16, alpha = 2 r.
@@ -146,17 +149,31 @@ class Recipe:
         return kwargs
 
     def launch(self) -> str:
-        """What else a run needs: the sharding's accelerate config, the LoRA config, the vLLM server."""
-        parts = [f"accelerate launch --num_processes {self.trainer_gpus}"
-                 + (f" --config_file trl/accelerate_configs/{self.sharding}.yaml (in TRL's wheel: DeepSpeed ZeRO "
-                    f"stage {SHARDING[self.sharding]}, bf16)"
-                    if self.sharding != "none" else "")]
-        if self.tuning == "lora":
-            parts.append(f'peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")')
+        """The shell lines that start the run, one per line: in server mode the vLLM server on the last
+        ``server_gpus`` GPUs first, then ``accelerate launch`` of ``TRAIN_SCRIPT`` on the trainer's GPUs, with the
+        DeepSpeed config of TRL's wheel for a ZeRO stage (``accelerate_configs/zero2.yaml``, ``zero3.yaml``:
+        ``mixed_precision: bf16``)."""
+        lines = []
+        trainer_devices = ""
         if self.mode == "server":
-            devices = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
-            parts.append(f"CUDA_VISIBLE_DEVICES={devices} " + vllm_serve_command(self.model, self.server_gpus))
-        return "; ".join(parts)
+            serve = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
+            lines.append(f"CUDA_VISIBLE_DEVICES={serve} " + vllm_serve_command(self.model, self.server_gpus) + " &")
+            trainer_devices = "CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in range(self.trainer_gpus)) + " "
+        config = ""
+        if self.sharding != "none":
+            lines.append(f"TRL_DIR=$(python -c 'import os, trl; print(os.path.dirname(trl.__file__))')")
+            config = f' --config_file "$TRL_DIR/accelerate_configs/{self.sharding}.yaml"'
+        lines.append(f"{trainer_devices}accelerate launch{config} --num_processes {self.trainer_gpus} {TRAIN_SCRIPT}")
+        return "\n".join(lines)
+
+    def trainer_call(self) -> str:
+        """The Python line of ``TRAIN_SCRIPT`` that builds the trainer (the reward function and the prompts are the
+        reader's), with this recipe's ``GRPOConfig`` and, for LoRA, its ``LoraConfig``."""
+        config = ", ".join(f"{k}={v!r}" for k, v in self.trl_kwargs("out").items())
+        lora = (f', peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")'
+                if self.tuning == "lora" else "")
+        return (f'GRPOTrainer(model="Qwen/{self.model.name}", reward_funcs=your_reward, train_dataset=your_prompts, '
+                f"args=GRPOConfig({config}){lora})")
 
 
 def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ...]:
