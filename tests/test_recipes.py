@@ -132,6 +132,18 @@ def test_the_launch_lines_are_shell_commands_and_the_trainer_call_python():
         assert ("peft_config" in keywords) == (r.tuning == "lora")
 
 
+def test_deepspeed_buckets_are_counted_and_the_optimizer_step_peaks_lower():
+    """ZeRO-2/3 recipes count DeepSpeed's reduce bucket (5e8 bf16 elements) in the backward pass; the optimizer
+    step's fp32 copy of the gradient partition comes after the activations are freed, and peaks lower."""
+    zero = [r for _, r in FOUND if r.sharding != "none"]
+    plain = rc._train_bytes(zero[0].model, zero[0].tuning, zero[0].trainer_gpus, zero[0].group_size,
+                            zero[0].completion_length, zero[0].micro_batch, "none")
+    assert rc.DEEPSPEED_BUCKET_BYTES == 2 * 5e8
+    for r in zero:
+        assert rc.step_peak_bytes(r) < r.gpu_bytes <= (1 - rc.HEADROOM) * H100_SXM["memory_bytes"]
+    assert plain > 0
+
+
 def test_learning_rate_transfers_by_width():
     assert rc.learning_rate(QWEN25_7B, "full") == pytest.approx(3e-4 * 64 / 3584, rel=0.01) == 5.4e-6
     assert rc.learning_rate(QWEN25_7B, "lora") == pytest.approx(10 * 3e-4 * 64 / 3584, rel=0.01)

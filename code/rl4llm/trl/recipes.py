@@ -76,12 +76,20 @@ HEADROOM = 0.1
 #: sizes the cache: the activations of its profiling pass over TRL's ``max_num_batched_tokens=4096``, its sampler's
 #: buffers, CUDA graphs. A guess, like ``HEADROOM``: vLLM's log line "Maximum concurrency" tells what a run got.
 VLLM_WORKING_BYTES = 2e9
+#: DeepSpeed ZeRO's reduce bucket (``reduce_bucket_size``, 5e8 elements by default, in bf16), which stages 2 and 3
+#: hold while the backward pass reduces the gradients. At the optimizer step, after the activations are freed,
+#: ZeRO-1/2 also makes an fp32 copy of its gradient partition (``stage_1_and_2.py``, 4 Psi / N bytes): that peak
+#: is below the backward pass's in every recipe (:func:`step_peak_bytes`).
+DEEPSPEED_BUCKET_BYTES = 2 * 5e8
 #: The learning rates of published GRPO runs (full fine-tuning), as their papers state them: DeepSeekMath
 #: (Shao et al. 2024, section 4.1, DeepSeekMath-Instruct 7B) and DAPO (Yu et al. 2025, Qwen2.5-32B base).
 PUBLISHED_LEARNING_RATES = {"DeepSeekMath, 7B": 1e-6, "DAPO, 32B": 1e-6}
 #: Prompt tokens (at most: TRL 1.16's ``GRPOConfig`` has no ``max_prompt_length``, so the prompts must be
 #: filtered to it), and whole groups a training GPU holds per optimizer step.
 PROMPT_LENGTH, GROUPS_PER_GPU = 512, 4
+#: Wait until ``vllm serve`` (port 8000, its default) answers before the trainer starts: loading a 7B model over
+#: several GPUs can outlast TRL's ``vllm_server_timeout`` (240 s by default).
+SERVER_WAIT = "until curl -sf http://localhost:8000/health; do sleep 5; done"
 #: The training script a recipe's ``accelerate launch`` runs: the reader's, holding :meth:`Recipe.trainer_call`.
 TRAIN_SCRIPT = "train_grpo.py"
 #: Candidate completion caps (longest first) and micro-batches (largest first).
@@ -150,7 +158,7 @@ class Recipe:
 
     def launch(self) -> str:
         """The shell lines that start the run, one per line: in server mode the vLLM server on the last
-        ``server_gpus`` GPUs first, then ``accelerate launch`` of ``TRAIN_SCRIPT`` on the trainer's GPUs, with the
+        ``server_gpus`` GPUs first, and a wait until it answers (``SERVER_WAIT``), then ``accelerate launch`` of ``TRAIN_SCRIPT`` on the trainer's GPUs, with the
         DeepSpeed config of TRL's wheel for a ZeRO stage (``accelerate_configs/zero2.yaml``, ``zero3.yaml``:
         ``mixed_precision: bf16``)."""
         lines = []
@@ -158,6 +166,7 @@ class Recipe:
         if self.mode == "server":
             serve = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
             lines.append(f"CUDA_VISIBLE_DEVICES={serve} " + vllm_serve_command(self.model, self.server_gpus) + " &")
+            lines.append(SERVER_WAIT)
             trainer_devices = "CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in range(self.trainer_gpus)) + " "
         config = ""
         if self.sharding != "none":
@@ -249,7 +258,18 @@ def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, mic
                            sharding=sharding, activation_checkpointing=True, micro_batch=micro_batch,
                            activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
     budget["logits"] = sum(logprob_kernel_bytes(shape, tuning, micro_batch * completion_length).values())
-    return sum(v for part, v in budget.items() if part != "kv_cache")    # the engine's cache is counted apart
+    buckets = DEEPSPEED_BUCKET_BYTES if sharding != "none" else 0.0
+    return sum(v for part, v in budget.items() if part != "kv_cache") + buckets     # the engine's cache apart
+
+
+def step_peak_bytes(r: "Recipe") -> float:
+    """One training GPU's bytes at a ZeRO-1/2 optimizer step: the model state, DeepSpeed's fp32 copy of the GPU's
+    gradient partition (4 Psi / N) and, colocated, vLLM's share; the activations and logits are freed by then."""
+    state = memory_budget(r.model.n_params, reference=False, n_gpus=r.trainer_gpus, sharding=r.sharding,
+                          **({"adapter_params": lora_params(r.model, LORA_RANK)} if r.tuning == "lora" else {}))
+    fp32_partition = 4 * r.model.n_params / r.trainer_gpus if r.sharding in ("zero1", "zero2") else 0.0
+    engine = r.vllm_memory * H100_SXM["memory_bytes"] if r.mode == "colocate" else 0.0
+    return sum(state.values()) + fp32_partition + engine
 
 
 @checked(gpus=at_least(1), tuning=one_of(TUNINGS), mode=one_of(MODES), group_size=at_least(2))
