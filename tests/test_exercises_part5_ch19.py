@@ -61,7 +61,7 @@ def test_every_mistake_gets_its_own_message(exercise):
 
 
 def test_the_mistakes_are_the_values_named():
-    assert [round(w, 4) for w, _ in SPECS["ex-ch19-bytes"].mistakes] == [48, 42, 30, 6, 50.2914, 54e9, 36]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-bytes"].mistakes] == [48, 42, 30, 6, 50.2914, 36]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-zero2"].mistakes] == [14, 38.5, 112, 24.4472, 24.5, 40.25, 22.75]
     assert 3 * (2 + 2 + 8) == 36 and 2 * 7 + (2 + 8) * 7 / 8 == 22.75          # by hand: the two forgotten copies
     assert (2 * 7 + 14 * 7 / 8) * 1e9 / 2 ** 30 == pytest.approx(24.4472, abs=1e-4)  # 26.25 GB in GiB
@@ -69,7 +69,7 @@ def test_the_mistakes_are_the_values_named():
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-kv"].mistakes] == [3.7581, 45.0972, 7.0, 15.0324, 0.2684]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-decode"].mistakes] == [0.1132, 33.4328, 2.0896, 4.2924, 0.0042]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-lora-bytes"].mistakes] == [0.69, 0.0807, 0.4844, 0.0231, 0.6016,
-                                                                               645922816, 0.1615, 0.0404, 0.323]
+                                                                               0.1615, 0.0404, 0.323]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-entropy-floor"].mistakes] == [1.0577, 1.6276, 4620.9812, 4621, 0]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-clipped"].mistakes] == [2.1428, 0.7812, 0.0108, 98.9228]
 

@@ -44,13 +44,16 @@ def test_every_recipe_is_a_valid_trl_config_that_fits(key, r):
 def test_a_recipe_recounted_by_hand():
     """Qwen2.5-0.5B, full fine-tuning, one GPU: 16 bytes a parameter (no reference at beta = 0), checkpointed
     activations (2 h L + a) m S, in place of the logits TRL's fused log-prob kernel (a bf16 tile of 4096 x 32768, the
-    fp32 gradients of the hidden states, 4 m T h, and of the LM head, 4 V h), and vLLM's 0.1 of the GPU (its bf16
+    fp32 gradients of the hidden states, 4 m T h, and of the LM head, 4 V h), TRL's float32 load under autocast
+    (a bf16 copy of the weights, 2 Psi, and fp32 checkpoints, 2 h L m S more; no DDP on one GPU), and vLLM's 0.1
+    of the GPU (its bf16
     weights, 2 GB of working memory and the caches of the GPU's 32 sequences)."""
     r = rc.recipe(QWEN25_0_5B, 1, "full", "colocate")
     s, h, L = rc.PROMPT_LENGTH + r.completion_length, QWEN25_0_5B.hidden_size, QWEN25_0_5B.n_layers
     a = activation_bytes_per_token(QWEN25_0_5B)
     by_hand = (16 * QWEN25_0_5B.n_params + (2 * h * L + a) * r.micro_batch * s
-               + 2 * 4096 * 32768 + 4 * r.micro_batch * r.completion_length * h + 4 * QWEN25_0_5B.vocab_size * h)
+               + 2 * 4096 * 32768 + 4 * r.micro_batch * r.completion_length * h + 4 * QWEN25_0_5B.vocab_size * h
+               + 2 * QWEN25_0_5B.n_params + 2 * h * L * r.micro_batch * s)  # float32 load: bf16 copy, fp32 checkpoints
     assert r.train_bytes == pytest.approx(by_hand)
     engine = 2 * QWEN25_0_5B.n_params + 2e9 + 32 * s * (2 * 24 * 2 * 64 * 2)      # weights, working memory, caches
     assert r.engine_bytes == pytest.approx(engine) and r.vllm_memory == 0.1
@@ -144,6 +147,19 @@ def test_deepspeed_buckets_are_counted_and_the_optimizer_step_peaks_lower():
     assert plain > 0
 
 
+def test_full_fine_tuning_without_deepspeed_counts_the_float32_load():
+    """Without DeepSpeed, full fine-tuning trains TRL's float32 load under bf16 autocast: a bf16 copy of the
+    weights, fp32 checkpoints and, on more than one GPU, DDP's fp32 gradient buckets; LoRA and ZeRO rows add none."""
+    one, eight = rc.recipe(QWEN25_1_5B, 1, "full", "colocate"), rc.recipe(QWEN25_1_5B, 8, "full", "colocate")
+    extra = rc.float32_load_bytes(QWEN25_1_5B, 8, 8, 8192)
+    assert extra["DDP gradient buckets"] == 4 * QWEN25_1_5B.n_params
+    assert rc.float32_load_bytes(QWEN25_1_5B, 1, 8, 8192)["DDP gradient buckets"] == 0
+    assert eight.train_bytes - one.train_bytes == pytest.approx(extra["DDP gradient buckets"], rel=1e-6) \
+        or eight.micro_batch != one.micro_batch
+    lora = rc.recipe(QWEN25_1_5B, 8, "lora", "colocate")
+    assert lora.train_bytes == pytest.approx(rc._train_bytes(QWEN25_1_5B, "lora", 8, 8, 8192, lora.micro_batch, "none"))
+
+
 def test_learning_rate_transfers_by_width():
     assert rc.learning_rate(QWEN25_7B, "full") == pytest.approx(3e-4 * 64 / 3584, rel=0.01) == 5.4e-6
     assert rc.learning_rate(QWEN25_7B, "lora") == pytest.approx(10 * 3e-4 * 64 / 3584, rel=0.01)
@@ -154,6 +170,10 @@ def test_learning_rate_transfers_by_width():
     # the transferred rates lie 5 to 21 times above the published runs' 1e-6 (the docstring's "upper bound")
     ratios = [rc.learning_rate(shape, "full") / 1e-6 for shape in rc.MODELS]
     assert set(rc.PUBLISHED_LEARNING_RATES.values()) == {1e-6} and 5 < min(ratios) and max(ratios) < 22
+    # the configurations start at the published rate and carry the transfer as their ceiling
+    for _, r in FOUND:
+        assert r.trl_kwargs("out")["learning_rate"] == r.learning_rate == (1e-6 if r.tuning == "full" else 1e-5)
+        assert r.learning_rate_ceiling == rc.learning_rate(r.model, r.tuning) > r.learning_rate
 
 
 # ----------------------------------------------------------------------------- the vLLM server

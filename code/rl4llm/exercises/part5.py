@@ -236,7 +236,6 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9, reference=False) / 16 * 2, "that is the bf16 weights alone; the gradients, the master copy, "
                                                    "the moments and the reference come on top"),
         (_state_gb(3e9) * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
-        (_state_gb(3e9) * 1e9, "that is in bytes; the question asks for GB: divide by 10^9"),
         (_state_gb(3e9, reference=False, master_weights=False), "the fp32 master copy (4 bytes a parameter) and the "
                                                                 "bf16 reference (2 bytes a parameter) are both missing"),
     )
@@ -407,7 +406,6 @@ def _lora_mistakes() -> tuple[tuple[float, str], ...]:
                        "gradient adds 4: 16 bytes"),
         (_lora_gb(layers=False), "that is one block's adapters; each of the 28 layers has its own seven"),
         (_lora_gb() * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
-        (_lora_gb() * 1e9, "that is in bytes; the question asks for GB: divide by 10^9"),
         (_lora_gb(4), "that is the fp32 value alone (4 bytes a trainable parameter); the fp32 gradient and the two "
                       "fp32 moments add 12: 16 bytes"),
         (_lora_gb(1), "that is the number of trainable parameters in billions; each takes 16 bytes"),

@@ -22,12 +22,13 @@ GPUs, full fine-tuning or LoRA, and vLLM's ``colocate`` or ``server`` mode, and 
    logits the buffers of TRL's fused log-prob kernel, :func:`logprob_kernel_bytes`) plus
    the colocated engine's share fit in (1 - ``HEADROOM``) x 80 GB; the engine's share is its bf16 weights, its
    working memory (``VLLM_WORKING_BYTES``) and the KV cache of the GPU's sequences, rounded up to a multiple of 0.05;
-5. **the learning rate**: chapter 19's healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64)
-   transferred by width: Adam moves every weight by about the learning rate a step (chapter 16), and a
-   layer's output sums h such moves, so the same change of the function needs lr x 64 / h, rounded to two
-   significant digits. LoRA takes ``LORA_LR_FACTOR`` times that rounded rate: a rule of thumb, not derived here.
-   The transferred rates are 5 to 21 times the 1e-6 of published GRPO runs (``PUBLISHED_LEARNING_RATES``): an
-   upper bound to approach while the KL and the entropy stay healthy, not a rate known to work.
+5. **the learning rate**: the recipe starts at the published runs' 1e-6 (LoRA: 1e-5); its ceiling is chapter 19's
+   healthy run (``READING_CONFIG.lr`` on chapter 15's GPT of width 64) transferred by width: Adam moves every
+   weight by about the learning rate a step (chapter 16), and a layer's output sums h such moves, so the same
+   change of the function needs lr x 64 / h, rounded to two significant digits. LoRA takes ``LORA_LR_FACTOR``
+   times that rounded rate: a rule of thumb, not derived here. The transferred rates are 5 to 21 times the 1e-6 of
+   published GRPO runs (``PUBLISHED_LEARNING_RATES``): an upper bound to approach while the KL and the entropy
+   stay healthy, not a rate known to work.
 
 The weights' precision: TRL 1.16 loads a model named by its id in float32 unless ``model_init_kwargs`` gives a
 ``dtype`` (``trl.trainer.utils.create_model_from_path``). For full fine-tuning that default is the mixed precision
@@ -113,8 +114,8 @@ LOGPROB_TILE, LOGPROB_VOCAB_CHUNK = 4096, 32768
 @dataclass(frozen=True)
 class Recipe:
     """One configuration: the setting, what was chosen, one training GPU's bytes (``train_bytes``) and, colocated,
-    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights, working memory and the KV cache of the GPU's sequences;
-    0 in server mode, whose engine has GPUs of its own)."""
+    the bytes its vLLM engine needs (``engine_bytes``: bf16 weights, working memory and the KV cache of the GPU's
+    sequences; 0 in server mode, whose engine has GPUs of its own)."""
     model: ModelShape
     gpus: int
     tuning: str
@@ -125,7 +126,8 @@ class Recipe:
     micro_batch: int
     accumulation: int
     vllm_memory: float
-    learning_rate: float
+    learning_rate: float                 # where to start: the published runs' rate (LoRA: LORA_LR_FACTOR times it)
+    learning_rate_ceiling: float         # the width transfer of chapter 19's healthy rate: an upper bound
     train_bytes: float
     engine_bytes: float
     server_gpus: int = 0
@@ -152,15 +154,16 @@ class Recipe:
                   "beta": 0.0, "bf16": True, "activation_checkpointing": True, "use_vllm": True, "vllm_mode": self.mode}
         if self.tuning == "lora":                       # TRL loads in float32 otherwise; the count takes a bf16 base
             kwargs["model_init_kwargs"] = {"dtype": "bfloat16"}
-        if self.mode == "colocate":
+        if self.mode == "colocate":     # the engine's share, and its context (else the model's own maximum)
             kwargs["vllm_gpu_memory_utilization"] = self.vllm_memory
+            kwargs["vllm_max_model_length"] = PROMPT_LENGTH + self.completion_length
         return kwargs
 
     def launch(self) -> str:
         """The shell lines that start the run, one per line: in server mode the vLLM server on the last
-        ``server_gpus`` GPUs first, and a wait until it answers (``SERVER_WAIT``), then ``accelerate launch`` of ``TRAIN_SCRIPT`` on the trainer's GPUs, with the
-        DeepSpeed config of TRL's wheel for a ZeRO stage (``accelerate_configs/zero2.yaml``, ``zero3.yaml``:
-        ``mixed_precision: bf16``)."""
+        ``server_gpus`` GPUs first, and a wait until it answers (``SERVER_WAIT``), then ``accelerate launch`` of
+        ``TRAIN_SCRIPT`` on the trainer's GPUs, with the DeepSpeed config of TRL's wheel for a ZeRO stage
+        (``accelerate_configs/zero2.yaml``, ``zero3.yaml``: ``mixed_precision: bf16``)."""
         lines = []
         trainer_devices = ""
         if self.mode == "server":
@@ -182,7 +185,8 @@ class Recipe:
         lora = (f', peft_config=LoraConfig(r={LORA_RANK}, lora_alpha={LORA_ALPHA}, target_modules="all-linear")'
                 if self.tuning == "lora" else "")
         return (f'GRPOTrainer(model="Qwen/{self.model.name}", reward_funcs=your_reward, train_dataset=your_prompts, '
-                f"args=GRPOConfig({config}){lora})")
+                f"args=GRPOConfig({config}){lora})  # learning rate: raise it towards {self.learning_rate_ceiling:g} "
+                f"while the KL and the entropy stay healthy")
 
 
 def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ...]:
@@ -223,10 +227,18 @@ def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_pa
             f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
 
 
+def starting_learning_rate(tuning: str) -> float:
+    """Where a recipe starts: the 1e-6 of the published GRPO runs (``PUBLISHED_LEARNING_RATES``, TRL's default
+    too), and ``LORA_LR_FACTOR`` times it for LoRA; raise it towards :func:`learning_rate` while the KL and the
+    entropy stay healthy."""
+    start = min(PUBLISHED_LEARNING_RATES.values())
+    return start if tuning == "full" else float(f"{start * LORA_LR_FACTOR:.2g}")
+
+
 def learning_rate(shape: ModelShape, tuning: str) -> float:
-    """Chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h, rounded to two significant digits
-    (Qwen2.5-1.5B: 3e-4 x 64 / 1536 is 1.2499999999999999e-05 in floating point -> 1.2e-05); LoRA:
-    ``LORA_LR_FACTOR`` times that rounded rate."""
+    """The ceiling: chapter 19's healthy rate on chapter 15's GPT (width 64), times 64 / h, rounded to two
+    significant digits (Qwen2.5-1.5B: 3e-4 x 64 / 1536 is 1.2499999999999999e-05 in floating point -> 1.2e-05);
+    LoRA: ``LORA_LR_FACTOR`` times that rounded rate."""
     full = float(f"{READING_CONFIG.lr * GPTConfig().n_embd / shape.hidden_size:.2g}")
     return full if tuning == "full" else float(f"{full * LORA_LR_FACTOR:.2g}")
 
@@ -259,7 +271,20 @@ def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, mic
                            activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
     budget["logits"] = sum(logprob_kernel_bytes(shape, tuning, micro_batch * completion_length).values())
     buckets = DEEPSPEED_BUCKET_BYTES if sharding != "none" else 0.0
-    return sum(v for part, v in budget.items() if part != "kv_cache") + buckets     # the engine's cache apart
+    extra = sum(float32_load_bytes(shape, trainer_gpus, micro_batch, completion_length).values()) \
+        if tuning == "full" and sharding == "none" else 0.0
+    return sum(v for part, v in budget.items() if part != "kv_cache") + buckets + extra   # the engine's cache apart
+
+
+def float32_load_bytes(shape: ModelShape, trainer_gpus: int, micro_batch: int, completion_length: int) -> dict:
+    """What full fine-tuning without DeepSpeed holds beyond ``memory_budget``'s 16 bytes a parameter, the model being
+    loaded in float32 (TRL 1.16's default) and trained under bf16 autocast: autocast's bf16 copy of the weights
+    (2 Psi), DDP's fp32 gradient buckets on more than one GPU (4 Psi: a second copy of the gradients, DDP's
+    default), and checkpoints of fp32 layer inputs (4 h bytes a token a layer where ``memory_budget`` counts 2 h)."""
+    tokens = micro_batch * (PROMPT_LENGTH + completion_length)
+    return {"autocast bf16 weights": 2.0 * shape.n_params,
+            "DDP gradient buckets": 4.0 * shape.n_params if trainer_gpus > 1 else 0.0,
+            "fp32 checkpoints": 2.0 * shape.hidden_size * shape.n_layers * tokens}
 
 
 def step_peak_bytes(r: "Recipe") -> float:
@@ -303,7 +328,8 @@ def _fit(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int, 
                 train = _train_bytes(shape, tuning, trainer_gpus, group_size, T, m, sharding)
                 if train + engine <= budget:
                     return Recipe(shape, gpus, tuning, mode, group_size, sharding, T, m, sequences // m,
-                                  round(vllm_memory, 2), learning_rate(shape, tuning), train,
+                                  round(vllm_memory, 2), starting_learning_rate(tuning), learning_rate(shape, tuning),
+                                  train,
                                   _engine_bytes(shape, sequences, T) if mode == "colocate" else 0.0, server_gpus)
     return None
 
