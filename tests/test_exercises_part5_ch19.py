@@ -11,7 +11,7 @@ from rl4llm.exercises._core import MALFORMED
 from rl4llm.viz import real_runs as rr
 
 CH19 = ("ex-ch19-bytes", "ex-ch19-zero2", "ex-ch19-kv", "ex-ch19-decode", "ex-ch19-lora-bytes",
-        "ex-ch19-entropy-floor", "ex-ch19-clipped")
+        "ex-ch19-entropy-floor", "ex-ch19-clipped", "ex-ch19-vllm-share")
 
 
 def _cap_share_by_bisection(n: int) -> float:
@@ -35,7 +35,9 @@ BY_HAND = {"ex-ch19-bytes": 18 * 3e9 / 1e9, "ex-ch19-zero2": 2 * 7 + 14 * 7 / 8,
            "ex-ch19-decode": 1e3 * max(14e9 / 3.35e12, 2 * 7e9 * 8 / 989e12),
            "ex-ch19-lora-bytes": LORA_PARAMS * 16 / 1e9,
            "ex-ch19-entropy-floor": math.log(2) / (15 * 4096) * 1e5,
-           "ex-ch19-clipped": 100 * _cap_share_by_bisection(64)}
+           "ex-ch19-clipped": 100 * _cap_share_by_bisection(64),
+           # (2 x 7.62e9 bytes of weights + 2 GB + 32 x 8704 x 2 x 28 x 4 x 128 x 2 bytes) / 80 GB, up to 0.05
+           "ex-ch19-vllm-share": math.ceil((2 * 7615616512 + 2e9 + 32 * 8704 * 2 * 28 * 4 * 128 * 2) / 80e9 / 0.05) * 0.05}
 
 
 def test_ids_and_chapter():
@@ -72,6 +74,16 @@ def test_the_mistakes_are_the_values_named():
                                                                                0.1615, 0.0404, 0.323]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-entropy-floor"].mistakes] == [1.0577, 1.6276, 4620.9812, 4621, 0]
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-clipped"].mistakes] == [2.1428, 0.7812, 0.0108, 98.9228]
+
+
+def test_the_vllm_share_is_the_recipes_and_its_slips_are_named():
+    from rl4llm.math.memory import QWEN25_7B
+    from rl4llm.trl import recipes as rc
+    assert QWEN25_7B.n_params == 7615616512
+    assert SPECS["ex-ch19-vllm-share"].value == pytest.approx(rc.recipe(QWEN25_7B, 8, "full", "colocate").vllm_memory)
+    assert check("ex-ch19-vllm-share", 0.415).startswith("Not yet: that is the share needed, unrounded")
+    assert check("ex-ch19-vllm-share", 0.4).startswith("Not yet: 0.40 of 80 GB is 32 GB")
+    assert check("ex-ch19-vllm-share", 0.25).startswith("Not yet: the KV cache is missing")
 
 
 def test_the_lora_count_is_the_librarys_and_its_state_bytes():

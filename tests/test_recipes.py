@@ -115,6 +115,18 @@ def test_the_launch_names_trls_own_deepspeed_configs():
         path = re.search(r'--config_file "\$TRL_DIR/(\S+)"', r.launch()).group(1)
         text = (Path(trl.__file__).parent / path).read_text()
         assert f"zero_stage: {2 if r.sharding == 'zero2' else 3}" in text and "mixed_precision: 'bf16'" in text
+    for _, r in FOUND:                    # every recipe names its config: a user's default cannot change the count
+        path = re.search(r'--config_file "\$TRL_DIR/(\S+)"', r.launch()).group(1)
+        text = (Path(trl.__file__).parent / path).read_text()
+        assert "mixed_precision: 'bf16'" in text
+        if r.sharding == "none":
+            assert ("distributed_type: MULTI_GPU" in text) == (r.trainer_gpus > 1)
+        if r.mode == "server":                    # the server's context is the count's, as TRL would pass it
+            from trl.scripts.vllm_serve import ScriptArguments, build_command
+            length = rc.PROMPT_LENGTH + r.completion_length
+            trl_command = build_command(ScriptArguments(model="m", max_model_len=length))
+            assert trl_command[trl_command.index("--max-model-len") + 1] == str(length)
+            assert f"--max-model-len {length}" in r.launch()
 
 
 def test_the_launch_lines_are_shell_commands_and_the_trainer_call_python():

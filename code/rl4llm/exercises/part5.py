@@ -466,6 +466,33 @@ def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch19-vllm-share (by hand)
+def _vllm_share(weights: bool = True, working: bool = True, cache: bool = True, gib: bool = False,
+                round_up: bool = True) -> float:
+    """Qwen2.5-7B colocated on 8 GPUs (chapter 19's recipe): vLLM's share of an 80 GB GPU, its bf16 weights, 2 GB of
+    working memory and the KV cache of the GPU's 32 sequences of 512 + 8192 tokens, rounded up to a multiple of
+    0.05; the flags drop a part, count in GiB or skip the rounding (the slips)."""
+    from ..math.memory import QWEN25_7B, kv_bytes_per_token
+    from ..trl.recipes import PROMPT_LENGTH, VLLM_WORKING_BYTES
+    kv = kv_bytes_per_token(QWEN25_7B.n_layers, QWEN25_7B.n_kv_heads, QWEN25_7B.head_dim)
+    need = (2 * QWEN25_7B.n_params * weights + VLLM_WORKING_BYTES * working
+            + 32 * (PROMPT_LENGTH + 8192) * kv * cache) / (2 ** 30 if gib else 1e9)
+    share = need / 80
+    return math.ceil(share / 0.05 - 1e-9) * 0.05 if round_up else share
+
+
+def _vllm_share_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_vllm_share(round_up=False), "that is the share needed, unrounded; the recipe rounds it up to a multiple of "
+                                      "0.05, never down, so that the engine's share holds it"),
+        (0.40, f"0.40 of 80 GB is 32 GB, less than the {80 * _vllm_share(round_up=False):.1f} GB needed (rounded "
+               f"down, or the 2 GB of working memory left out, or counted in GiB): round up, to 0.45"),
+        (_vllm_share(cache=False), "the KV cache is missing: 32 sequences x 8704 tokens x 57,344 bytes a token"),
+        (_vllm_share(working=False, cache=False), "that is the bf16 weights alone; the working memory and the "
+                                                  "32 sequences' KV cache come on top"),
+    )
+
+
 # ============================================================================ chapter 18
 #: The by-hand answer: two tokens whose ratios pi / pi_old are 1.6 and 0.9.
 GSPO_RATIOS = (1.6, 0.9)
@@ -750,6 +777,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch19-entropy-floor": NumericExercise(
         19, f"the mean token entropy, in 10^-5 nats, below which half the groups are flat (G = {FLOOR_G}, "
             f"T = {FLOOR_T})", _entropy_floor, 0.01, _entropy_floor_mistakes),
+    "ex-ch19-vllm-share": NumericExercise(
+        19, "vllm_gpu_memory_utilization for Qwen2.5-7B colocated on 8 GPUs (32 sequences of 512 + 8192 tokens)",
+        _vllm_share, 0.005, _vllm_share_mistakes),
     "ex-ch19-clipped": NumericExercise(
         19, f"the percent of completions at the cap above which most batches of {CLIPPED_N} run to it",
         _clipped_percent, 0.01, _clipped_mistakes),

@@ -89,8 +89,8 @@ PUBLISHED_LEARNING_RATES = {"DeepSeekMath, 7B": 1e-6, "DAPO, 32B": 1e-6}
 #: filtered to it), and whole groups a training GPU holds per optimizer step.
 PROMPT_LENGTH, GROUPS_PER_GPU = 512, 4
 #: Wait until ``vllm serve`` (port 8000, its default) answers before the trainer starts: loading a 7B model over
-#: several GPUs can outlast TRL's ``vllm_server_timeout`` (240 s by default).
-SERVER_WAIT = "until curl -sf http://localhost:8000/health; do sleep 5; done"
+#: several GPUs can outlast TRL's ``vllm_server_timeout`` (240 s by default); stop if the server (``$!``) died.
+SERVER_WAIT = "until curl -sf http://localhost:8000/health; do kill -0 $! || exit 1; sleep 5; done"
 #: The training script a recipe's ``accelerate launch`` runs: the reader's, holding :meth:`Recipe.trainer_call`.
 TRAIN_SCRIPT = "train_grpo.py"
 #: Candidate completion caps (longest first) and micro-batches (largest first).
@@ -162,19 +162,20 @@ class Recipe:
     def launch(self) -> str:
         """The shell lines that start the run, one per line: in server mode the vLLM server on the last
         ``server_gpus`` GPUs first, and a wait until it answers (``SERVER_WAIT``), then ``accelerate launch`` of
-        ``TRAIN_SCRIPT`` on the trainer's GPUs, with the DeepSpeed config of TRL's wheel for a ZeRO stage
-        (``accelerate_configs/zero2.yaml``, ``zero3.yaml``: ``mixed_precision: bf16``)."""
+        ``TRAIN_SCRIPT`` on the trainer's GPUs, with an accelerate config of TRL's wheel: ``zero2.yaml`` or
+        ``zero3.yaml`` for a ZeRO stage (DeepSpeed), else ``multi_gpu.yaml`` or ``single_gpu.yaml`` (all
+        ``mixed_precision: bf16``), so that a user's own default config cannot change what was counted."""
         lines = []
         trainer_devices = ""
         if self.mode == "server":
             serve = ",".join(str(g) for g in range(self.trainer_gpus, self.gpus))
-            lines.append(f"CUDA_VISIBLE_DEVICES={serve} " + vllm_serve_command(self.model, self.server_gpus) + " &")
+            lines.append(f"CUDA_VISIBLE_DEVICES={serve} " + vllm_serve_command(
+                self.model, self.server_gpus, max_model_len=PROMPT_LENGTH + self.completion_length) + " &")
             lines.append(SERVER_WAIT)
             trainer_devices = "CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in range(self.trainer_gpus)) + " "
-        config = ""
-        if self.sharding != "none":
-            lines.append(f"TRL_DIR=$(python -c 'import os, trl; print(os.path.dirname(trl.__file__))')")
-            config = f' --config_file "$TRL_DIR/accelerate_configs/{self.sharding}.yaml"'
+        lines.append(f"TRL_DIR=$(python -c 'import os, trl; print(os.path.dirname(trl.__file__))')")
+        name = self.sharding if self.sharding != "none" else ("multi_gpu" if self.trainer_gpus > 1 else "single_gpu")
+        config = f' --config_file "$TRL_DIR/accelerate_configs/{name}.yaml"'
         lines.append(f"{trainer_devices}accelerate launch{config} --num_processes {self.trainer_gpus} {TRAIN_SCRIPT}")
         return "\n".join(lines)
 
@@ -218,13 +219,15 @@ def _whole_heads(args):
 
 
 @checked(_whole_heads, data_parallel_size=_dense_data_parallel)
-def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1) -> str:
+def vllm_serve_command(shape: ModelShape, tensor_parallel_size: int = 1, data_parallel_size: int = 1,
+                       max_model_len: int | None = None) -> str:
     """The vLLM server of a server-mode recipe, as TRL 1.16 documents it (``VLLMClient``'s docstring;
     ``trl vllm-serve`` is deprecated there and only runs this command). A data-parallel size above 1 and a
     tensor-parallel size outside :func:`tensor_parallel_sizes` are refused: one that splits a head, and one that
     copies key-value heads, which vLLM accepts but the recipes do not take."""
+    context = f" --max-model-len {max_model_len}" if max_model_len is not None else ""
     return (f"VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/{shape.name} --tensor-parallel-size {tensor_parallel_size} "
-            f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION} {VLLM_SERVE_FLAGS}")
+            f"--gpu-memory-utilization {SERVER_MEMORY_UTILIZATION}{context} {VLLM_SERVE_FLAGS}")
 
 
 def starting_learning_rate(tuning: str) -> float:
