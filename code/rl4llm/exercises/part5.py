@@ -439,6 +439,8 @@ def _entropy_floor_mistakes() -> tuple[tuple[float, str], ...]:
         (per_completion, completion_message),
         (round(per_completion), completion_message),
         (math.log(2) / ((G - 1) * T), "that is in nats; the question asks for units of 10^-5 nats (times 10^5)"),
+        (math.log(2) / (7 * 8192) / FLOOR_UNIT, "that is the chapter's printed floor, for G = 8 and T = 8192; here "
+                                                "G = 16 and T = 4096"),
     )
 
 
