@@ -258,6 +258,8 @@ def _zero2_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(7e9, reference=False, master_weights=False, n_gpus=8, sharding="zero2"),
          "the fp32 master copy is missing: mixed precision keeps one (4 bytes a parameter, sharded by stage 2 "
          "like the moments): 2 Psi + (2 + 4 + 8) Psi / 8"),
+        (14 * 7 / 8, "the bf16 weights are missing: stage 2 keeps them whole on every GPU (2 Psi) beside the sharded "
+                     "(2 + 12) Psi / 8"),
     )
 
 
