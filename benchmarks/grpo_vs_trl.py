@@ -521,10 +521,12 @@ def markdown(record) -> str:
     budget, with the machine and its load."""
     m, summ = record["machine"], record["summary"]
     lines = [f"# rl4llm against TRL ({m['platform']}, {m['cpu_cores']} cores, {m['cpu_capability']}, torch "
-             f"{m['torch']}, TRL {m['trl']}, {m['torch_threads']} CPU thread{'s' * (m['torch_threads'] > 1)} a side)", "",
+             f"{m['torch']}, TRL {m['trl']}, {m['torch_threads']} CPU thread{'s' * (m['torch_threads'] > 1)} a side"
+             f"{', on ' + m['gpu'] if m.get('gpu') else ''})", "",
              f"Written by `python benchmarks/grpo_vs_trl.py`; every run in `{RECORD.name}`, with the load "
              f"average before and after it. Target: held-out greedy accuracy {TARGET}.", "",
              "## The grid (seconds and tokens to the target: median (min-max) over the seeds run)", "",
+             *([f"Measured on {record['sweep_measured_on']}.", ""] if "sweep_measured_on" in record else []),
              "| side | lr | prompts | loss | seeds | wall s | CPU s | tokens | load |", "|---" * 9 + "|"]
     for row in summ["grid"]:
         lines.append(f"| {row['side']} | {row['lr']:g} | {row['prompts_per_step']} | {row['loss_type']} | "
@@ -625,7 +627,7 @@ def machine() -> dict:
     return {"cpu_cores": os.cpu_count(), "torch_threads": THREADS, "platform": platform.platform(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
-            "device": DEVICE}
+            "device": DEVICE, "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else None}
 
 
 def main():

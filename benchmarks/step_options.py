@@ -1,6 +1,6 @@
 """What each speed option buys the trainer's step, measured one by one at the benchmark's speed recipe.
 
-    python benchmarks/step_options.py [--steps 30] [--rounds 3] [--options baseline ...] [--record PATH]
+    python benchmarks/step_options.py [--steps 30] [--rounds 3] [--options baseline ...] [--record PATH] [--device cuda]
 
 ``step_floor.py`` says how far the step (about 35 ms at 32 prompts x G = 8, dapo, one thread) is from
 what its matrix products and its operator dispatch cost (about 10 ms): the rest is elementwise kernels,
@@ -38,7 +38,7 @@ OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads
 RECORD = Path(__file__).parent / "results" / "step_options_2core_cpu.json"
 
 
-def measure(option: str, steps: int, warmup: int) -> dict:
+def measure(option: str, steps: int, warmup: int, device: str = "cpu") -> dict:
     """One option in this process: warm-up seconds, then the median of ``steps`` timed steps."""
     import torch
 
@@ -48,6 +48,7 @@ def measure(option: str, steps: int, warmup: int) -> dict:
     from rl4llm.llm.trainer import GRPOTrainer, torch_threads
     from rl4llm.llm.warmstart import warm_start
 
+    bench.DEVICE = device
     cell = dict(bench.SPEED_RECIPE) | ({"prompts_per_step": 64} if option == "64-prompts" else {})
     config = bench.recipe(**cell, seed=0)
     if option == "batched-loss":
@@ -65,9 +66,11 @@ def measure(option: str, steps: int, warmup: int) -> dict:
         for _ in range(steps):
             start = time.perf_counter()
             row = trainer.step()
+            if device == "cuda":
+                torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
             tokens.append(row["tokens"])
-    return {"option": option, "threads": threads, "prompts_per_step": cell["prompts_per_step"],
+    return {"option": option, "device": device, "threads": threads, "prompts_per_step": cell["prompts_per_step"],
             "warmup_steps": warmup, "warmup_seconds": warmup_seconds, "median_ms": 1000 * statistics.median(times),
             "min_ms": 1000 * min(times), "tokens_per_second": sum(tokens) / sum(times),
             "load": [round(x, 2) for x in os.getloadavg()]}
@@ -80,16 +83,17 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", type=Path, default=RECORD)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--one", choices=OPTIONS, help=argparse.SUPPRESS)     # a child process's option
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one, args.steps, args.warmup)))
+        print(json.dumps(measure(args.one, args.steps, args.warmup, args.device)))
         return
     rows = []
     for r in range(args.rounds):
         for option in args.options:
             out = subprocess.run([sys.executable, __file__, "--one", option, "--steps", str(args.steps),
-                                  "--warmup", str(args.warmup)], capture_output=True, text=True, check=True)
+                                  "--warmup", str(args.warmup), "--device", args.device], capture_output=True, text=True, check=True)
             row = json.loads(out.stdout.strip().splitlines()[-1]) | {"round": r}
             rows.append(row)
             print(f"  round {r} {option:<15} {row['median_ms']:6.1f} ms a step, {row['tokens_per_second']:8.0f} "
@@ -105,7 +109,8 @@ def main():
                            "warmup_seconds": statistics.median(r["warmup_seconds"] for r in mine)}
     import torch
     record = {"machine": {"cpu_cores": os.cpu_count(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                          "torch": torch.__version__}, "steps": args.steps, "warmup": args.warmup,
+                          "torch": torch.__version__, "device": args.device,
+                          "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None}, "steps": args.steps, "warmup": args.warmup,
               "rows": rows, "summary": summary}
     args.record.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(summary))

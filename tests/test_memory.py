@@ -236,7 +236,8 @@ def test_the_tiny_gpt_is_a_point_of_the_fits_chart():
 
 # ----------------------------------------------------------------------------- architectures, LoRA, QLoRA
 from rl4llm.math.memory import (ADAPTER_BYTES, NF4_BYTES, QWEN25_0_5B, QWEN25_7B, ModelShape,  # noqa: E402
-                                activation_bytes_per_token, linear_shapes, lora_params, parameter_count)
+                                activation_bytes_per_token, linear_shapes, lora_input_bytes_per_token, lora_params,
+                                parameter_count)
 
 
 def _hf_model(shape):
@@ -273,6 +274,20 @@ def test_lora_parameters_by_an_independent_tally_of_the_models_linear_layers(sha
     tally = sum(rank * (m.in_features + m.out_features) for name, m in model.named_modules()
                 if type(m).__name__ == "Linear" and name.split(".")[-1] in wanted)
     assert lora_params(shape, rank, *(() if targets is None else (targets,))) == tally
+
+
+@pytest.mark.parametrize("shape", [QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, LLAMA2_7B], ids=lambda s: s.name)
+def test_lora_input_bytes_by_a_tally_of_one_layers_linear_inputs(shape):
+    """4 bytes for every input number of every adapted matrix of one layer: in_features tallied over transformers'
+    own first decoder layer (nothing of ``linear_shapes``), and Qwen2.5's 4 (6 h + d_ff) by hand."""
+    layer = _hf_model(shape).model.layers[0]
+    tally = sum(m.in_features for name, m in layer.named_modules() if type(m).__name__ == "Linear")
+    assert lora_input_bytes_per_token(shape) == 4 * tally
+    if shape.qkv_bias:
+        assert lora_input_bytes_per_token(shape) == 4 * (6 * shape.hidden_size + shape.intermediate_size)
+    assert lora_input_bytes_per_token(shape, ("q_proj", "v_proj")) == 8 * shape.hidden_size
+    with pytest.raises(ValueError, match="targets"):
+        lora_input_bytes_per_token(shape, ("qkv",))
 
 
 def test_lora_and_qlora_budgets():

@@ -61,6 +61,43 @@ def test_a_recipe_recounted_by_hand():
     assert (r.completion_length, r.micro_batch, r.accumulation) == (8192, 8, 4)
 
 
+def test_a_lora_recipe_counts_the_adapters_fp32_inputs():
+    """LoRA's recomputed layer adds 4 bytes for every input number of its seven adapted matrices (PEFT's fp32
+    cast before A): the 1-GPU 0.5B LoRA recipe by hand, its activations with and without that term."""
+    r = rc.recipe(QWEN25_0_5B, 1, "lora", "colocate")
+    s, h, L, ff = rc.PROMPT_LENGTH + r.completion_length, QWEN25_0_5B.hidden_size, QWEN25_0_5B.n_layers, \
+        QWEN25_0_5B.intermediate_size
+    without = rc._train_bytes(QWEN25_0_5B, "full", 1, 8, r.completion_length, r.micro_batch, "none")  # any state
+    assert r.train_bytes - (2 * QWEN25_0_5B.n_params + 16 * rc.lora_params(QWEN25_0_5B, rc.LORA_RANK)
+                            + (2 * h * L + activation_bytes_per_token(QWEN25_0_5B) + 4 * (6 * h + ff)) * r.micro_batch * s
+                            + 2 * 4096 * 32768 + 4 * r.micro_batch * r.completion_length * h) == pytest.approx(0, abs=1)
+    assert without > 0
+
+
+def test_the_count_against_the_h200_measurement():
+    """The measurement as the library holds it equals the record ``benchmarks/recipe_gpu.py`` wrote (the second
+    optimizer step's peaks and seconds); the count, at the micro-batch the H200 ran, lies within 6% below every
+    measured peak, and the allocator's reserved peak stays inside the 10% margin (8 GB) above the count."""
+    import json
+    from pathlib import Path
+    record = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "recipe_gpu_h200.json").read_text())
+    assert {(run["model"], run["tuning"]): {"micro_batch": run["micro_batch"],
+                                            "allocated": run["peak_allocated_bytes"][-1],
+                                            "reserved": run["peak_reserved_bytes"][-1],
+                                            "seconds": round(run["step_seconds"][-1], 2)}
+            for run in record["runs"]} == rc.H200_TRAINING
+    rows = rc.measured_training()
+    assert len(rows) == 5
+    for row in rows:
+        assert 0.94 <= row["count_over_measured"] <= 1.0, row
+        assert row["reserved_bytes"] - row["count_bytes"] < rc.HEADROOM * H100_SXM["memory_bytes"], row
+    # before the LoRA term (activations of full fine-tuning's layer alone) the LoRA rows were far below the peak
+    for row in (row for row in rows if row["tuning"] == "lora"):
+        shape = next(m for m in rc.MODELS if m.name == row["model"])
+        term = rc.lora_input_bytes_per_token(shape) * row["micro_batch"] * (rc.PROMPT_LENGTH + 8192)
+        assert (row["count_bytes"] - term) / row["measured_bytes"] < 0.84
+
+
 def test_logits_are_counted_as_trls_fused_kernel():
     """TRL 1.16's GRPOTrainer always installs its fused LM head (no (m, T, V) logits), whose kernel works in
     tiles of LOGPROB_TILE tokens x 32768 vocabulary entries; its backward allocates the fp32 gradient of the hidden

@@ -41,7 +41,10 @@ d_out) parameters a matrix (:func:`lora_params`), Psi_a in all. With ``adapter_p
 - **gradients**, **master weights**, **optimizer state**: those of the adapters alone, kept in fp32 (PEFT
   casts adapters to fp32 by default): 4 + 4 + 8 = 16 bytes a trainable parameter; the frozen base has no
   gradient, master copy or moments;
-- **reference**: 0, because the reference policy is the base with the adapters switched off: no second copy.
+- **reference**: 0, because the reference policy is the base with the adapters switched off: no second copy;
+- **activations**: PEFT casts each adapted matrix's input to fp32 before A, which keeps it for its gradient, so a
+  LoRA layer keeps :func:`lora_input_bytes_per_token` more a token than the same layer fully fine-tuned; pass it in
+  ``activation_bytes`` (the recipes of ``rl4llm.trl.recipes`` do).
 """
 from __future__ import annotations
 
@@ -153,6 +156,19 @@ def lora_params(shape: ModelShape, rank: int, targets=LINEAR_MODULES) -> int:
     which leaves the output embedding out)."""
     shapes = linear_shapes(shape)
     return shape.n_layers * sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets)
+
+
+@checked(_targets_are_linear_layers)
+def lora_input_bytes_per_token(shape: ModelShape, targets=LINEAR_MODULES) -> int:
+    """What LoRA adds to one decoder layer's activations, per token: 4 bytes for every input number of every
+    adapted matrix, 4 x sum of d_in over the ``targets`` (q, k and v count their shared input once each), since
+    PEFT casts each adapted matrix's input to the adapters' dtype, fp32 by default, before A, and A keeps that
+    input for its gradient (chapter 19). For Qwen2.5 with "all-linear": 4 (6 h + d_ff) bytes, o's input being
+    n_h d_head = h. Measured on an H200 with TRL 1.16 and PEFT (``benchmarks/recipe_gpu.py``), LoRA's peak was
+    about 4.2-4.4 bytes a token above full fine-tuning's count for every such number, which is what made this
+    term necessary: without it the LoRA recipes' count was 17-27% below the measured peak."""
+    shapes = linear_shapes(shape)
+    return 4 * sum(shapes[t][0] for t in targets)
 
 
 @checked(flash=flag, dropout=flag, context=at_least(0), norm=one_of(tuple(NORM_STAT_BYTES), " (norms)"))

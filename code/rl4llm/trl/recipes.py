@@ -56,7 +56,8 @@ from .._checks import at_least, checked, one_of
 from ..llm.model import GPTConfig
 from ..llm.run_reading import READING_CONFIG
 from ..math.memory import (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, SHARDING, ModelShape, activation_bytes_per_token,
-                           kv_bytes_per_token, lora_params, memory_budget, shape_options)
+                           kv_bytes_per_token, lora_input_bytes_per_token, lora_params, memory_budget,
+                           shape_options)
 from ..math.step_time import H100_SXM, NVLINK_ONE_WAY, generation_seconds, training_seconds, weight_sync_seconds
 
 #: The models of the recipes, with their published configs (``rl4llm.math.memory``).
@@ -109,6 +110,24 @@ EXTRA_FORWARDS = 2
 #: and the vocabulary entries of one tile (``trl/trainer/utils.py``'s ``_CHUNKED_LOGPROB_CHUNK_SIZE``). The recipes
 #: count what that kernel holds in its backward pass (:func:`logprob_kernel_bytes`) in place of the logits.
 LOGPROB_TILE, LOGPROB_VOCAB_CHUNK = 4096, 32768
+
+
+#: One H200's run of the one-GPU colocated recipes' training side (``benchmarks/recipe_gpu.py``, 2026-12-04: torch
+#: 2.11 with CUDA 13, transformers 5.24, TRL 1.16, the machine image's PEFT; every run in
+#: ``benchmarks/results/recipe_gpu_h200.json``): TRL's own step on random weights of each model's shape, with
+#: completions of exactly T = 8192 tokens after 512-token prompts, at the micro-batch that run used; the peak bytes
+#: allocated and reserved during the second optimizer step (the first has no AdamW moments yet) and its seconds.
+#: The colocated vLLM engine was not run (vLLM was not installed there).
+H200_TRAINING = {("Qwen2.5-0.5B", "full"): {"micro_batch": 8, "allocated": 20531962880, "reserved": 22189965312,
+                                             "seconds": 5.62},
+                 ("Qwen2.5-0.5B", "lora"): {"micro_batch": 8, "allocated": 11128807424, "reserved": 13042188288,
+                                             "seconds": 7.13},
+                 ("Qwen2.5-1.5B", "full"): {"micro_batch": 8, "allocated": 48569297920, "reserved": 53609496576,
+                                             "seconds": 12.43},
+                 ("Qwen2.5-1.5B", "lora"): {"micro_batch": 8, "allocated": 21922759680, "reserved": 25578962944,
+                                             "seconds": 15.16},
+                 ("Qwen2.5-7B", "lora"): {"micro_batch": 4, "allocated": 36540851200, "reserved": 41001418752,
+                                           "seconds": 45.17}}
 
 
 @dataclass(frozen=True)
@@ -271,7 +290,9 @@ def _train_bytes(shape, tuning, trainer_gpus, group_size, completion_length, mic
     budget = memory_budget(shape.n_params, reference=False, prompts=GROUPS_PER_GPU * trainer_gpus, group_size=group_size,
                            prompt_length=PROMPT_LENGTH, completion_length=completion_length, n_gpus=trainer_gpus,
                            sharding=sharding, activation_checkpointing=True, micro_batch=micro_batch,
-                           activation_bytes=activation_bytes_per_token(shape), **shape_options(shape), **adapters)
+                           activation_bytes=activation_bytes_per_token(shape)
+                           + (lora_input_bytes_per_token(shape) if tuning == "lora" else 0),
+                           **shape_options(shape), **adapters)
     budget["logits"] = sum(logprob_kernel_bytes(shape, tuning, micro_batch * completion_length).values())
     buckets = DEEPSPEED_BUCKET_BYTES if sharding != "none" else 0.0
     extra = sum(float32_load_bytes(shape, trainer_gpus, micro_batch, completion_length).values()) \
@@ -366,6 +387,27 @@ def recipe_seconds(r: Recipe) -> dict:
     sync = hops * weight_sync_seconds(psi, NVLINK_ONE_WAY) + (r.mode == "colocate") * weight_sync_seconds(
         psi, H100_SXM["memory_bandwidth"])
     return {"rollout": rollout, "train": train, "sync": sync, "step": rollout + train + sync}
+
+
+def measured_training(group_size: int = 8) -> list[dict]:
+    """The count of a one-GPU colocated recipe's training side against ``H200_TRAINING``, at the micro-batch the
+    H200 ran: one row per measured recipe with the counted and measured bytes (allocated and reserved), their
+    ratio, the counted training seconds (``recipe_seconds``' ``train``, at ``UTILISATION`` of the peak FLOP/s,
+    which the H200 shares with the H100) and the measured ones, and the share of the peak FLOP/s that the measured
+    seconds imply (``UTILISATION`` x counted / measured seconds)."""
+    shapes = {shape.name: shape for shape in MODELS}
+    rows = []
+    for (name, tuning), run in H200_TRAINING.items():
+        r = recipe(shapes[name], 1, tuning, "colocate", group_size)
+        sequences = GROUPS_PER_GPU * group_size
+        count = _train_bytes(r.model, tuning, 1, group_size, r.completion_length, run["micro_batch"], "none")
+        seconds = recipe_seconds(r)["train"]
+        rows.append({"model": name, "tuning": tuning, "micro_batch": run["micro_batch"],
+                     "accumulation": sequences // run["micro_batch"], "count_bytes": count,
+                     "measured_bytes": run["allocated"], "reserved_bytes": run["reserved"],
+                     "count_over_measured": count / run["allocated"], "count_seconds": seconds,
+                     "measured_seconds": run["seconds"], "utilisation": UTILISATION * seconds / run["seconds"]})
+    return rows
 
 
 #: TRL 1.16's metric for each failure signature of a large run (``_metrics`` keys of ``grpo_trainer.py``).
