@@ -18,7 +18,8 @@ checkpointing, bf16 autocast, AdamW. The colocated engine's share is not measure
 ``engine_bytes``).
 
 Prints, per recipe: the count of one training GPU's bytes (``Recipe.train_bytes``) against the peak
-``torch.cuda.max_memory_allocated`` over the first optimizer step (and the allocator's reserved peak), and
+``torch.cuda.max_memory_allocated`` up to the end of the last optimizer step (the first step has no AdamW moments
+yet; the record keeps the peak after each step), the allocator's reserved peak, and
 ``recipe_seconds``' training seconds (40% of an H100's bf16 peak; the H200's peak is the same) against the
 second step's measured seconds. The LAST line is the record as one JSON object; ``--record`` also writes it.
 """
@@ -84,7 +85,7 @@ def fixed_length_rollouts(trainer, vocab: int, prompt_length: int, completion_le
 
 
 def measure(name: str, steps: int = 2, smoke: bool = False) -> dict:
-    """Two optimizer steps of one recipe: the first's peak bytes, the second's seconds."""
+    """``steps`` optimizer steps of one recipe: the peak bytes and the seconds after each."""
     import tempfile
 
     from datasets import Dataset
@@ -145,9 +146,9 @@ def measure(name: str, steps: int = 2, smoke: bool = False) -> dict:
            "loss": [h.get("loss") for h in trainer.state.log_history if "loss" in h]}
     if cuda:
         row["utilisation"] = UTILISATION * predicted / seconds[-1]
-        print(f"{name}: count {r.train_bytes / 1e9:.1f} GB, peak allocated {clock['peak_allocated'][0] / 1e9:.1f} GB "
-              f"({clock['peak_allocated'][0] / r.train_bytes:.2f} of the count; reserved "
-              f"{clock['peak_reserved'][0] / 1e9:.1f} GB); train seconds: count {predicted:.1f} s at "
+        print(f"{name}: count {r.train_bytes / 1e9:.1f} GB, peak allocated in the last step "
+              f"{clock['peak_allocated'][-1] / 1e9:.1f} GB ({clock['peak_allocated'][-1] / r.train_bytes:.2f} of the "
+              f"count; reserved {clock['peak_reserved'][-1] / 1e9:.1f} GB); train seconds: count {predicted:.1f} s at "
               f"{UTILISATION:.0%} of the peak, measured {seconds[-1]:.1f} s (step 1: {seconds[0]:.1f} s), so "
               f"{row['utilisation']:.0%} of the peak", flush=True)
     else:
@@ -165,7 +166,8 @@ def main():
     parser.add_argument("--record", type=Path)
     parser.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the plumbing only")
     args = parser.parse_args()
-    record = {"device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+    record = {"date": time.strftime("%Y-%m-%d"),
+              "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
               "torch": torch.__version__, "runs": []}
     import transformers
     import trl

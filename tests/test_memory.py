@@ -8,7 +8,7 @@ import pytest
 from rl4llm import (generation_seconds, kv_bytes_per_token, memory_budget, schedule, training_seconds,
                     weight_sync_seconds)
 from rl4llm.math.memory import LLAMA2_7B, PARTS, QWEN25_1_5B, SHARDING, shape_options
-from rl4llm.math.step_time import H100_SXM, SCHEDULES
+from rl4llm.math.step_time import H100_SXM, SCHEDULES, attention_flops_per_token
 
 GB, MiB = 1e9, 2 ** 20
 STATIC = ("weights", "gradients", "master_weights", "optimizer_state", "reference")
@@ -146,6 +146,27 @@ def test_training_seconds_is_six_psi_flops_a_token_plus_the_reference_forward():
     assert training_seconds(7e9, 1e6, 1e15, extra_forwards=0) == pytest.approx(6 * 7e9 * 1e6 / 1e15)
     assert training_seconds(7e9, 1e6, 1e15) == pytest.approx(8 * 7e9 * 1e6 / 1e15)
     assert training_seconds(7e9, 1e6, 1e15, gpus=8, extra_forwards=2) == pytest.approx(10 * 7e9 * 1e6 / 8e15)
+    # attention's forward A a token: forward, a backward of twice it and e more forwards, frozen base or not
+    for gradients, linear in ((True, 10), (False, 8)):
+        assert training_seconds(7e9, 1e6, 1e15, extra_forwards=2, weight_gradients=gradients, attention_flops=1e9) \
+            == pytest.approx((linear * 7e9 + 5 * 1e9) * 1e6 / 1e15)
+
+
+def test_attention_flops_by_counting_a_causal_sequences_products():
+    """torch's FlopCounterMode on the products of a causal sequence decoded token by token (token t's scores
+    against t keys, and its weighted sum of t values, on one layer of width d): their sum equals S tokens at the
+    mean context (S + 1) / 2; and the 7B at 4608 tokens gives Kaplan et al.'s 2 n_layer n_ctx d_attn."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    S, d = 16, 8
+    q, k, v = torch.randn(S, d), torch.randn(S, d), torch.randn(S, d)
+    with FlopCounterMode(display=False) as counter:
+        for t in range(1, S + 1):
+            (q[t - 1:t] @ k[:t].T).softmax(-1) @ v[:t]
+    assert counter.get_total_flops() == S * attention_flops_per_token(1, (S + 1) / 2, d)
+    assert attention_flops_per_token(28, 4608 / 2, 3584) == 2 * 28 * 4608 * 3584
+    with pytest.raises(ValueError, match="context"):
+        attention_flops_per_token(2, -1.0, 8)
 
 
 def test_generation_seconds_against_a_step_by_step_loop():

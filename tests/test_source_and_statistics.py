@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from rl4llm import gae, group_advantages, softmax
-from rl4llm.math.statistics import (bootstrap_interval, false_alarm_rate_of_two_se, holm, holm_verdicts, noise_floor, seeds_needed,
+from rl4llm.math.statistics import (bootstrap_interval, false_alarm_rate_of_two_se, holm, holm_verdicts, noise_floor,
+                                   paired_noise_floor, paired_verdict, seeds_needed,
                                    standard_error, t_quantile, verdict, welch_dof, welch_p_value)
 from rl4llm.viz.source import show_source
 
@@ -44,6 +45,23 @@ def test_noise_floor_is_welchs_t_times_the_standard_error_of_the_difference():
     assert noise_floor(a, b) == pytest.approx(t_quantile(0.975, welch_dof(a, b)) * se)
     assert standard_error(a) == pytest.approx(1 / math.sqrt(3))
     assert "not distinguishable" in verdict(a, b) and "a real difference" in verdict([5.0, 5.1], [0.0, 0.1])
+
+
+def test_paired_floor_by_hand_and_its_false_alarm_rate():
+    """By hand: d = (1, 2, 3), s_d = 1, floor t_{0.975, 2} / sqrt(3) = 4.3027 / 1.7321. Independent route: pairs
+    of the same setting sharing a large per-seed effect call noise a difference about 5% of the time, and the
+    paired floor is far below Welch's, which counts the shared effect as noise."""
+    assert paired_noise_floor([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == pytest.approx(4.302653 / math.sqrt(3), abs=1e-5)
+    assert "not distinguishable" in paired_verdict([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])      # mean 2 < 2.4841
+    assert "a real difference" in paired_verdict([2.0, 4.0, 6.0], [0.5, 2.5, 4.5])    # d = 1.5 each: s_d = 0
+    rng = np.random.default_rng(1)
+    shared = rng.normal(scale=10.0, size=(4000, 3))
+    a, b = shared + rng.normal(size=(4000, 3)), shared + rng.normal(size=(4000, 3))
+    alarms = np.mean([abs((x - y).mean()) > paired_noise_floor(x, y) for x, y in zip(a, b)])
+    assert 0.035 < alarms < 0.065
+    assert np.median([paired_noise_floor(x, y) / noise_floor(x, y) for x, y in zip(a[:500], b[:500])]) < 0.3
+    with pytest.raises(ValueError, match="b must hold one result per seed"):
+        paired_noise_floor([1.0, 2.0, 3.0], [1.0, 2.0])
 
 
 def test_the_floor_calls_noise_a_difference_at_most_5_percent_of_the_time_and_two_se_more():

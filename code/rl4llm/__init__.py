@@ -28,7 +28,8 @@ from .toy.verifier import EOS_MARKER, addition_reward
 from .math.estimators import (estimator_variance, expected_group_gradient, expected_policy_after_step,
                          group_mean_baseline_gradient, jhat_distribution, optimal_baseline, sample_groups)
 from .studies.onpolicy import on_policy_loop, on_policy_runs
-from .math.statistics import holm, holm_verdicts, noise_floor, seeds_needed, standard_error, verdict, welch_p_value
+from .math.statistics import (holm, holm_verdicts, noise_floor, paired_noise_floor, paired_verdict, seeds_needed,
+                              standard_error, verdict, welch_p_value)
 
 # Part III: reuse, trust regions, credit, GRPO on the toy and its choices (chapters 10-14), the summary (chapter 21)
 from .math.importance_sampling import (drift_case, drift_variance_ratio, importance_ratios,

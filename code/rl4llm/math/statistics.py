@@ -7,7 +7,8 @@ t-test at the 5% level, two-sided). With few seeds the t quantile matters: with 
 is about 2.8-4.3, not 2, and "2 standard errors" would call noise a difference far more often than 5%
 of the time (``false_alarm_rate_of_two_se`` computes how often). A lab that makes several comparisons
 at once counts its tests: Holm's step-down (``holm``, ``holm_verdicts``) keeps the chance of calling
-any one of them real by seed noise alone below the level (chapter 20).
+any one of them real by seed noise alone below the level (chapter 20). A difference measured twice on the same
+seeds is tested paired (``paired_noise_floor``, ``paired_verdict``: chapter 19).
 
 Numpy and the standard library only: every chapter can use it.
 """
@@ -109,6 +110,31 @@ def verdict(a, b, *, level: float = 0.05) -> str:
     difference, floor = float(a.mean() - b.mean()), noise_floor.unchecked(a, b, level=level)
     says = "a real difference" if abs(difference) > floor else "not distinguishable from seed noise"
     return f"difference of means {difference:+.4f}, noise floor {floor:.4f} -> {says}"
+
+
+def _same_seeds(args):
+    """Relation: paired results, one per seed in each array, the same seeds in the same order."""
+    if len(args["a"]) != len(args["b"]):
+        raise ValueError(f"b must hold one result per seed of a ({len(args['a'])} seeds), got {len(args['b'])}")
+
+
+@checked(_same_seeds, a=per_seed, b=per_seed, level=LEVEL)
+def paired_noise_floor(a, b, *, level: float = 0.05) -> float:
+    """t_{1 - level/2, n - 1} * s_d / sqrt(n), with d = a - b seed by seed (chapter 19).
+
+    The floor of a difference measured twice on the same seeds (early and late in one run, say): the
+    paired t-test at the given two-sided level. Pairing removes what the seeds share, so it is the right
+    floor for such a difference, where ``noise_floor`` would treat the two as independent."""
+    d = a - b
+    return float(t_quantile.unchecked(1.0 - level / 2.0, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+
+
+@checked(_same_seeds, a=per_seed, b=per_seed, level=LEVEL)
+def paired_verdict(a, b, *, level: float = 0.05) -> str:
+    """One line, as ``verdict``, for paired results: the mean difference, its paired floor, the verdict."""
+    difference, floor = float((a - b).mean()), paired_noise_floor.unchecked(a, b, level=level)
+    says = "a real difference" if abs(difference) > floor else "not distinguishable from seed noise"
+    return f"mean paired difference {difference:+.4f}, paired noise floor {floor:.4f} -> {says}"
 
 
 @checked(a=per_seed, b=per_seed)

@@ -3,7 +3,8 @@
 With Psi parameters, F the FLOP/s a GPU sustains, W the bytes it reads per second from its memory:
 
 - **training** ``training_seconds``: a forward pass costs about 2 Psi FLOPs a token and forward plus
-  backward about 6 Psi (Kaplan et al. 2020, section 2.1); a step trains on every token of the batch
+  backward about 6 Psi (Kaplan et al. 2020, section 2.1; attention over the context adds
+  ``attention_flops_per_token``, left out of the count); a step trains on every token of the batch
   and runs ``extra_forwards`` more forward passes (the reference model's log-probs; the old policy's
   when K > 1, or with TRL's vLLM correction; the recomputation of activation checkpointing):
   (6 + 2 e) Psi tokens / (F x GPUs). A frozen weight needs no gradient of its own: a backward pass
@@ -34,7 +35,7 @@ import math
 
 import numpy as np
 
-from .._checks import at_least, checked, flag, integer_at_least, positive_real, real_in_range
+from .._checks import at_least, checked, flag, in_range, integer_at_least, positive_real, real_in_range
 
 #: FLOPs a token per parameter: forward; forward and backward.
 FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
@@ -42,18 +43,34 @@ FORWARD_FLOPS, TRAIN_FLOPS = 2, 6
 SCHEDULES = ("synchronous", "one_step_off", "asynchronous")
 #: NVIDIA's H100 SXM datasheet: 80 GB of HBM3 at 3.35 TB/s, 989 TFLOP/s dense bf16, NVLink 900 GB/s.
 H100_SXM = {"memory_bytes": 80e9, "bf16_flops": 989e12, "memory_bandwidth": 3.35e12, "nvlink_bandwidth": 900e9}
+#: NVIDIA's H200 (SXM) datasheet: the H100's bf16 peak, with 141 GB of HBM3e at 4.8 TB/s (chapter 19's measurement ran
+#: on one; an H100 runs its memory-bound kernels about 1.4 times slower).
+H200_SXM = {"memory_bytes": 141e9, "bf16_flops": 989e12, "memory_bandwidth": 4.8e12}
 #: NVLink's rate one way, what a weight transfer gets: the datasheet's 900 GB/s counts both directions together.
 NVLINK_ONE_WAY = H100_SXM["nvlink_bandwidth"] / 2
 
 
+@checked(n_layers=at_least(1), context=in_range(0.0, math.inf), attention_width=at_least(1))
+def attention_flops_per_token(n_layers: int, context: float, attention_width: int) -> float:
+    """The forward FLOPs a token spends attending to ``context`` tokens, which 2 Psi leaves out (chapter 19):
+    4 L c d_attn, d_attn = n_heads d_head: its scores q.k and its weighted sum of the values each take c d_attn
+    multiply-adds a layer. A token of a causal sequence of S tokens attends to about S / 2 of them, so the
+    sequence's mean is 2 L S d_attn, Kaplan et al. (2020, Table 1)'s 2 n_layer n_ctx d_attn with n_ctx = S."""
+    return 4.0 * n_layers * context * attention_width
+
+
 @checked(n_params=positive_real, tokens=positive_real, flops_per_second=positive_real, gpus=at_least(1),
-         extra_forwards=at_least(0), weight_gradients=flag)
-def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1, weight_gradients=True) -> float:
+         extra_forwards=at_least(0), weight_gradients=flag, attention_flops=in_range(0.0, math.inf))
+def training_seconds(n_params, tokens, flops_per_second, *, gpus=1, extra_forwards=1, weight_gradients=True,
+                     attention_flops=0.0) -> float:
     """(6 + 2 e) Psi tokens / (F x gpus): forward and backward on every token, and ``extra_forwards`` = e
     more forward passes (1: the reference model's log-probs). Without ``weight_gradients`` (a frozen base,
-    LoRA) the backward pass skips the weights' gradients, 2 Psi a token: (4 + 2 e) Psi."""
-    per_token = TRAIN_FLOPS - FORWARD_FLOPS * (not weight_gradients) + FORWARD_FLOPS * extra_forwards
-    return per_token * n_params * tokens / (flops_per_second * gpus)
+    LoRA) the backward pass skips the weights' gradients, 2 Psi a token: (4 + 2 e) Psi. ``attention_flops`` = A,
+    attention's forward FLOPs a token (:func:`attention_flops_per_token`; 0 leaves attention out), adds (3 + e) A:
+    its backward costs twice its forward, like the weights', and a frozen base does not spare it."""
+    per_token = (TRAIN_FLOPS - FORWARD_FLOPS * (not weight_gradients) + FORWARD_FLOPS * extra_forwards) * n_params \
+        + (TRAIN_FLOPS // FORWARD_FLOPS + extra_forwards) * attention_flops
+    return per_token * tokens / (flops_per_second * gpus)
 
 
 @checked(n_params=positive_real, sequences=at_least(1), group_size=at_least(1), prompt_length=at_least(0),

@@ -40,7 +40,9 @@ its optimizer. LoRA's frozen base, counted at 2 bytes a parameter, must be loade
 
 :func:`recipe_seconds` then estimates the step with ``rl4llm.math.step_time``: sampling at 60% of the
 bandwidth, training at 40% of the peak FLOP/s with two extra forward passes (the recomputation of
-checkpointing and the old log-probs TRL computes for its vLLM correction), and the weight sync. Every
+checkpointing and the old log-probs TRL computes for its vLLM correction) and attention's FLOPs over each token's
+mean causal context (``attention_flops_per_token``: at 512 + 8192 tokens, 38% of 2 Psi for the 0.5B, 11% for the
+7B), and the weight sync. Every
 completion is assumed to run to T, so the seconds are an upper bound for the length. A server of k
 tensor-parallel GPUs is counted as one GPU with k times the bandwidth, FLOP/s and memory: the all-reduces
 tensor parallelism adds at every layer are left out, so its sampling seconds are a lower bound for k > 1.
@@ -58,7 +60,8 @@ from ..llm.run_reading import READING_CONFIG
 from ..math.memory import (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B, SHARDING, ModelShape, activation_bytes_per_token,
                            kv_bytes_per_token, lora_input_bytes_per_token, lora_params, memory_budget,
                            shape_options)
-from ..math.step_time import H100_SXM, NVLINK_ONE_WAY, generation_seconds, training_seconds, weight_sync_seconds
+from ..math.step_time import (H100_SXM, NVLINK_ONE_WAY, attention_flops_per_token, generation_seconds, training_seconds,
+                              weight_sync_seconds)
 
 #: The models of the recipes, with their published configs (``rl4llm.math.memory``).
 MODELS = (QWEN25_0_5B, QWEN25_1_5B, QWEN25_7B)
@@ -308,7 +311,7 @@ def float32_load_bytes(shape: ModelShape, trainer_gpus: int, micro_batch: int, c
     tokens = micro_batch * (PROMPT_LENGTH + completion_length)
     return {"autocast bf16 weights": 2.0 * shape.n_params,
             "DDP gradient buckets": 4.0 * shape.n_params if trainer_gpus > 1 else 0.0,
-            "fp32 checkpoints": 2.0 * shape.hidden_size * shape.n_layers * tokens}
+            "fp32 checkpoints beyond bf16's": 2.0 * shape.hidden_size * shape.n_layers * tokens}
 
 
 def step_peak_bytes(r: "Recipe") -> float:
@@ -381,8 +384,10 @@ def recipe_seconds(r: Recipe) -> dict:
         (sequences * r.trainer_gpus, k * SERVER_MEMORY_UTILIZATION * M)
     rollout = generation_seconds(psi, engine_sequences, PROMPT_LENGTH, r.completion_length, flops_per_second=k * F,
                                  bandwidth=k * W, kv_bytes_per_token=kv, memory_bytes=engine_memory)
-    train = training_seconds(psi, sequences * r.trainer_gpus * (PROMPT_LENGTH + r.completion_length), F,
-                             gpus=r.trainer_gpus, extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full")
+    length = PROMPT_LENGTH + r.completion_length
+    attention = attention_flops_per_token(shape.n_layers, length / 2, shape.n_heads * shape.head_dim)
+    train = training_seconds(psi, sequences * r.trainer_gpus * length, F, gpus=r.trainer_gpus,
+                             extra_forwards=EXTRA_FORWARDS, weight_gradients=r.tuning == "full", attention_flops=attention)
     hops = (r.sharding == "zero3") + (r.mode == "server")
     sync = hops * weight_sync_seconds(psi, NVLINK_ONE_WAY) + (r.mode == "colocate") * weight_sync_seconds(
         psi, H100_SXM["memory_bandwidth"])
