@@ -132,3 +132,17 @@ def test_the_group_mean_dynamic_sampling_experiments_claims():
     assert all(abs(final[d].mean() - exact[d]) < 3 * standard_error(final[d]) for d in final)
     assert np.all(np.mean([r["groups_drawn"] for r in runs[True]], axis=0) > 2)
     assert np.all(np.array([r["groups_drawn"] for r in runs[False]]) == 2)
+
+
+def test_the_pass_at_k_checker_tries_the_edges():
+    """A function right everywhere except at an edge (no right sample, all right, k = 1, k = n) is caught there."""
+    import math
+    from rl4llm.exercises import check
+
+    def right(n, c, k):
+        return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    assert check("ex-ch18-write-pass-at-k", right).correct
+    for wrong_at in (lambda n, c, k: k == n, lambda n, c, k: c == 0, lambda n, c, k: c == n, lambda n, c, k: k == 1):
+        def edge_wrong(n, c, k, _at=wrong_at):
+            return 0.5 if _at(n, c, k) else right(n, c, k)
+        assert not check("ex-ch18-write-pass-at-k", edge_wrong).correct

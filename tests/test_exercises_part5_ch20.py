@@ -25,11 +25,16 @@ def test_each_by_hand_check_knows_its_answer_and_at_least_four_mistakes(exercise
 
 
 def test_values_from_the_library_and_by_hand():
-    trainer, engine = torch.log(torch.tensor([[0.5, 0.8]])), torch.log(torch.tensor([[0.25, 0.6]]))
+    trainer, engine = torch.log(torch.tensor([[0.5, 0.8]])), torch.log(torch.tensor([[0.2, 0.4]]))
     mask = torch.ones(1, 2)
-    assert math.isclose(SPECS["ex-ch20-sequence-weight"].value, float(importance_weights(trainer, engine, mask)),
-                        rel_tol=1e-6)
-    assert math.isclose(SPECS["ex-ch20-sequence-weight"].value, 8 / 3)
+    weight = {mode: float(importance_weights(trainer, engine, mask, mode=mode))
+              for mode in ("sequence_mask", "sequence_truncate")}
+    assert math.isclose(SPECS["ex-ch20-sequence-weight"].value, weight["sequence_truncate"], rel_tol=1e-6)
+    assert SPECS["ex-ch20-sequence-weight"].value == 3.0 and weight["sequence_mask"] == 0.0     # differ above the cap
+    assert math.isclose(0.5 / 0.2 * 0.8 / 0.4, 5.0)                 # the exact ratio, above the cap 3
+    tokens = {mode: importance_weights(trainer, engine, mask, mode=mode).flatten().tolist()
+              for mode in ("token_mask", "token_truncate")}
+    assert all(math.isclose(a, b, rel_tol=1e-6) for w in tokens.values() for a, b in zip(w, (2.5, 2.0)))   # < cap
     assert math.isclose(SPECS["ex-ch20-opsm-kl"].value, 0.7)
     engine3, policy3 = torch.tensor([[-0.1, -0.3, -0.2]]), torch.tensor([[-0.9, -1.0, -0.8]])
     dropped = off_policy_mask(torch.tensor([-1.0]), policy3, engine3, torch.ones(1, 3), 0.5)
@@ -38,16 +43,17 @@ def test_values_from_the_library_and_by_hand():
 
 
 def test_students_slips_are_named():
-    assert "geometric mean" in check("ex-ch20-sequence-weight", math.sqrt(2 * 0.8 / 0.6))
-    assert "upside down" in check("ex-ch20-sequence-weight", 0.25 / 0.5 * 0.6 / 0.8)
-    assert "averages the token ratios" in check("ex-ch20-sequence-weight", (2 + 0.8 / 0.6) / 2)
-    assert "below the cap" in check("ex-ch20-sequence-weight", 0)
-    assert "take its exponential" in check("ex-ch20-sequence-weight", math.log(0.5 / 0.25) + math.log(0.8 / 0.6))
-    assert "token mode" in check("ex-ch20-sequence-weight", 0.5 / 0.25)
-    assert "second token's weight" in check("ex-ch20-sequence-weight", 0.8 / 0.6)
-    assert "adds the token ratios" in check("ex-ch20-sequence-weight", 2 + 0.8 / 0.6)      # 3.3333
-    assert "that is the cap" in check("ex-ch20-sequence-weight", 3.0)
-    assert check("ex-ch20-sequence-weight", 2.6667).startswith("Correct:")                # 4 decimals, as asked
+    r = 0.5 / 0.2 * 0.8 / 0.4                                               # 5, above the cap
+    assert "that is masking, not truncation" in check("ex-ch20-sequence-weight", 0.0)
+    assert "the exact ratio" in check("ex-ch20-sequence-weight", r)
+    assert "geometric mean" in check("ex-ch20-sequence-weight", math.sqrt(r))
+    assert "upside down" in check("ex-ch20-sequence-weight", 0.2 / 0.5 * 0.4 / 0.8)
+    assert "averages the token ratios" in check("ex-ch20-sequence-weight", (2.5 + 2) / 2)
+    assert "take its exponential" in check("ex-ch20-sequence-weight", math.log(0.5 / 0.2) + math.log(0.8 / 0.4))
+    assert "token mode" in check("ex-ch20-sequence-weight", 0.5 / 0.2)
+    assert "second token's weight" in check("ex-ch20-sequence-weight", 0.8 / 0.4)
+    assert "adds the token ratios" in check("ex-ch20-sequence-weight", 2.5 + 2)
+    assert check("ex-ch20-sequence-weight", 3.0).startswith("Correct:")
     assert "sum over the tokens" in check("ex-ch20-opsm-kl", 0.8 + 0.7 + 0.6)
     assert "sign is flipped" in check("ex-ch20-opsm-kl", -0.7)
     k3 = np.mean([math.exp(-g) - 1 + g for g in (0.8, 0.7, 0.6)])          # r - 1 - ln r, r = pi_theta / pi_samp

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rl4llm.math.statistics import noise_floor
+from rl4llm.math.statistics import holm, noise_floor, welch_p_value
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
 CH20 = BOOK / "20_sampler_trainer.ipynb"
@@ -63,6 +63,11 @@ def test_ch20_one_step_off_solution(one_step_off):
     # at 1e-3: every one-step-off seed below every synchronous seed, and the difference clears its floor
     assert fast["one step off"].max() < fast["synchronous"].min()
     assert fast["synchronous"].mean() - fast["one step off"].mean() > noise_floor(fast["one step off"], fast["synchronous"])
+    # the two comparisons made together: Holm's adjustment over the 2 (the exercise asks for it) doubles 1e-3's p,
+    # the smaller; 1e-4's stays above 0.05 (whether 1e-3's adjusted p crosses 0.05 the solution leaves open)
+    p = [welch_p_value(runs["one step off"], runs["synchronous"]) for runs in (fast, slow)]
+    adjusted = holm(p)
+    assert p[0] < 0.05 and p[0] < p[1] and np.isclose(adjusted[0], 2 * p[0]) and adjusted[1] >= 0.05
     # at 1e-4: within the floor (and, unstated, within 0.02)
     difference = slow["one step off"].mean() - slow["synchronous"].mean()
     assert abs(difference) <= noise_floor(slow["one step off"], slow["synchronous"]) and abs(difference) < 0.02
@@ -76,7 +81,8 @@ def test_ch20_one_step_off_solution(one_step_off):
 def test_ch20_one_step_off_solution_states_what_the_test_checks():
     solution = _solution("ex-ch20-one-step-off")
     assert "twelve runs of 30" in " ".join(_exercise("ex-ch20-one-step-off").split())
-    for statement in ("both runs end below the warm start", "every one-step-off seed ends below every synchronous seed", "clears its noise floor",
+    assert "Holm's step-down over the 2" in " ".join(_exercise("ex-ch20-one-step-off").split())
+    for statement in ("both runs end below the warm start", "every one-step-off seed ends below every synchronous seed", "clears its noise floor", "Holm's adjustment over the 2 comparisons doubles its $p$",
                       "within its noise floor of the synchronous run", "above 0.05", "under a fifth of it",
                       "above 0.3", "far smaller at 1e-4", "can need no correction"):
         assert statement in solution, statement

@@ -11,8 +11,9 @@
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
   estimate from n samples, CISPO's weights on three tokens, Holm's adjusted p of one knob (by hand);
   ``pass_at_k_estimate`` (coding).
-- Chapter 20: TRL's default weight of an answer a separate sampler drew, the off-policy mask's measure of
-  one sequence (by hand); the capped weight's mean and variance ``lognormal_weight_moments`` (coding).
+- Chapter 20: TRL's truncated weight of an answer a separate sampler drew (above the cap, where the mask
+  differs), the off-policy mask's measure of one sequence (by hand); the capped weight's mean and variance
+  ``lognormal_weight_moments`` (coding).
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The references that need torch are imported on first use.
@@ -617,15 +618,20 @@ def _holm_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- pass_at_k_estimate (coding)
-def _pass_case(rng):
-    """The by-hand samples, then random (n, c, k) with 1 <= k <= n and 0 <= c <= n."""
-    if rng is None:
-        return PASS_N, PASS_C, PASS_K
-    n = int(rng.integers(4, 21))
-    return n, int(rng.integers(1, n)), int(rng.integers(2, n))
+def _pass_cases() -> list[tuple[int, int, int]]:
+    """The by-hand samples; the edges (no right sample, all right, k = 1, k = n, and k above the wrong ones, where
+    every draw of k holds a right one); then six random (n, c, k) with 1 <= c <= n - 1 and 2 <= k <= n - 1."""
+    rng = np.random.default_rng(0)
+    edges = [(PASS_N, 0, PASS_K), (PASS_N, PASS_N, PASS_K), (PASS_N, PASS_C, 1), (PASS_N, PASS_C, PASS_N),
+             (PASS_N, 7, 5)]
+    randoms = []
+    for _ in range(6):
+        n = int(rng.integers(4, 21))
+        randoms.append((n, int(rng.integers(1, n)), int(rng.integers(2, n))))
+    return [(PASS_N, PASS_C, PASS_K), *edges, *randoms]
 
 
-_PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case, n_random=6), (
+_PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, _pass_cases, (
     ("that plugs c / n into 1 - (1 - p)^k, which is biased low; the unbiased estimate is "
      "1 - C(n - c, k) / C(n, k)", lambda n, c, k: 1 - (1 - c / n) ** k),
     ("that returns C(n - c, k) / C(n, k), the chance that k samples drawn from the n are all wrong; "
@@ -640,35 +646,41 @@ _PASS_AT_K = FunctionExercise(18, pass_at_k_estimate, toy_and_random(_pass_case,
 # ============================================================================ chapter 20
 lognormal_weight_moments = imported_on_call("llm.sampler_study", "lognormal_weight_moments")   # it imports torch
 
-#: The by-hand answer: the engine's and the trainer's probabilities of its two tokens, and TRL's cap.
-ENGINE_PROBS, TRAINER_PROBS, IS_CAP = (0.25, 0.6), (0.5, 0.8), 3.0
+#: The by-hand answer: the engine's and the trainer's probabilities of its two tokens, and TRL's cap. Their
+#: ratio, 5, is above the cap, so sequence_truncate (3) and sequence_mask (0) differ.
+ENGINE_PROBS, TRAINER_PROBS, IS_CAP = (0.2, 0.4), (0.5, 0.8), 3.0
+
+
+def _sequence_ratio() -> float:
+    return math.prod(t / e for t, e in zip(TRAINER_PROBS, ENGINE_PROBS))
 
 
 def _sequence_weight() -> float:
-    """TRL's ``sequence_mask`` weight of the by-hand answer (the exact ratio, kept below the cap)."""
-    ratio = math.prod(t / e for t, e in zip(TRAINER_PROBS, ENGINE_PROBS))
-    return ratio if ratio <= IS_CAP else 0.0
+    """TRL's ``sequence_truncate`` weight of the by-hand answer: the exact ratio, clamped to the cap (its
+    ``sequence_mask`` weight, the default, is 0: the ratio is above the cap)."""
+    return min(_sequence_ratio(), IS_CAP)
 
 
 def _sequence_weight_mistakes() -> tuple[tuple[float, str], ...]:
     ratios = [t / e for t, e in zip(TRAINER_PROBS, ENGINE_PROBS)]
-    product = math.prod(ratios)
+    product = _sequence_ratio()
     return (
+        (0.0, f"that is masking, not truncation: sequence_mask sets the ratio {product:.4f}, above the cap "
+              f"{IS_CAP:g}, to 0; sequence_truncate clamps it to the cap"),
+        (product, f"that is the exact ratio; it is above the cap {IS_CAP:g}, so sequence_truncate clamps it to "
+                  f"the cap"),
         (math.sqrt(product), "that is the geometric mean of the token ratios (GSPO's length normalisation); TRL's "
-                             "sequence modes sum the log gaps, so the weight is the product of the ratios"),
-        (1 / product, "that is upside down: the weight is pi_old / pi_samp, the trainer's probability over the "
+                             "sequence modes sum the log gaps, so the ratio is the product of the token ratios"),
+        (1 / product, "that is upside down: the ratio is pi_old / pi_samp, the trainer's probability over the "
                       "engine's"),
         (sum(ratios) / 2, "that averages the token ratios; a sequence's ratio is their product"),
-        (math.log(product), "that is the summed log gap, the log of the weight; take its exponential"),
+        (math.log(product), "that is the summed log gap, the log of the ratio; take its exponential"),
         (ratios[0], "that is the first token's weight in a token mode; the sequence modes give the whole answer one "
-                    "weight, the product of its token ratios"),
+                    "weight, from the product of its token ratios"),
         (ratios[1], "that is the second token's weight in a token mode; the sequence modes give the whole answer "
-                    "one weight, the product of its token ratios"),
-        (0.0, f"the ratio {product:.4f} is below the cap {IS_CAP:g}, so sequence_mask keeps it"),
+                    "one weight, from the product of its token ratios"),
         (sum(ratios), "that adds the token ratios; a sequence's ratio is their product (its log is the sum of the "
                       "log gaps)"),
-        (IS_CAP, f"that is the cap: the ratio {product:.4f} is below it, so neither sequence mode changes it "
-                 f"(sequence_mask sets a ratio to 0 only above {IS_CAP:g})"),
     )
 
 
@@ -803,7 +815,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _holm_bonus, 0.002, _holm_mistakes),
     "pass_at_k_estimate": _PASS_AT_K,
     "ex-ch20-sequence-weight": NumericExercise(
-        20, "TRL's sequence_mask weight of the answer (cap 3)", _sequence_weight, 0.002, _sequence_weight_mistakes),
+        20, "TRL's sequence_truncate weight of the answer (at TRL's default cap)", _sequence_weight, 0.002,
+        _sequence_weight_mistakes),
     "ex-ch20-opsm-kl": NumericExercise(
         20, "the off-policy mask's measure of the sequence (mean of log pi_samp - log pi_theta)", _opsm_measure,
         0.002, _opsm_mistakes),

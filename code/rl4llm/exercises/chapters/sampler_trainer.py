@@ -10,7 +10,8 @@ MINUTES = (45, 60)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
-    "ex-ch20-sequence-weight": "compute TRL's default importance weight of an answer a separate sampler drew",
+    "ex-ch20-sequence-weight": "compute TRL's truncated and masked importance weights of an answer a separate "
+                               "sampler drew, and say where they differ",
     "ex-ch20-opsm-kl": "compute the off-policy mask's measure of a sequence and say whether it is dropped",
     "ex-ch20-write-lognormal-weight-moments": "implement the mean and variance of an importance weight with no "
                                               "cap, truncated and masked",
