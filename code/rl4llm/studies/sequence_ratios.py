@@ -218,7 +218,7 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
     ``bias`` and ``bias_norm``, ``relative_bias`` |bias| / |grad J|, ``variance`` E_old|X - E X|^2,
     ``mean_squared_error`` and ``zero_share``: the expected share of tokens whose gradient is 0 because
     the clip binds (tokens of answers with A = 0 excluded from the count, as they carry no gradient under
-    any weighting). Clip widths default to ``TOKEN_EPS`` or ``GSPO_EPS``, CISPO's cap (``eps_high``) to
+    any weighting; A = 0 up to rounding: J(pi_old) computed by a softmax can miss a reward of 1/5 by 3e-17). Clip widths default to ``TOKEN_EPS`` or ``GSPO_EPS``, CISPO's cap (``eps_high``) to
     ``CISPO_MAX``."""
     p_old = task.probs_old
     X, zero = _estimates(task, weighting, eps_low, eps_high)
@@ -226,7 +226,7 @@ def reweighted_moments(task: SequenceTask, weighting: str, eps_low: float | None
     grad = task.gradient
     bias = mean - grad
     variance = float(p_old @ ((X - mean) ** 2).sum(axis=1))
-    counted = task.mask * (task.rewards != task.baseline)[:, None]
+    counted = task.mask * ~np.isclose(task.rewards, task.baseline)[:, None]     # A = 0 up to rounding: no gradient
     clipped = zero * counted
     return {"mean": mean, "gradient": grad, "bias": bias, "bias_norm": float(np.linalg.norm(bias)),
             "relative_bias": float(np.linalg.norm(bias) / np.linalg.norm(grad)), "variance": variance,
@@ -251,7 +251,7 @@ def sample_reweighted(task: SequenceTask, weighting: str, eps_low: float | None 
     X, zero = _estimates(task, weighting, eps_low, eps_high)
     mean = X.mean(axis=0)
     squared = ((X - mean) ** 2).sum(axis=1)
-    counted = task.mask * (task.rewards != task.baseline)[:, None]
+    counted = task.mask * ~np.isclose(task.rewards, task.baseline)[:, None]     # A = 0 up to rounding: no gradient
     return {"mean": mean, "mean_se": X.std(axis=0, ddof=1) / np.sqrt(n),
             "variance": float(squared.sum() / (n - 1)), "variance_se": float(squared.std(ddof=1) / np.sqrt(n)),
             "zero_share": float((zero * counted).sum() / counted.sum())}
