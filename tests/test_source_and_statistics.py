@@ -197,3 +197,18 @@ def test_bootstrap_interval_of_a_difference_of_means_matches_the_normal_theory_i
 def test_bootstrap_interval_bad_inputs_name_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_holm_comparisons_hold_the_numbers_holm_verdicts_prints():
+    """Each row's difference, floor, Welch p and Holm p equal the functions computed one by one, and its line is
+    holm_verdicts's."""
+    from rl4llm.math.statistics import holm_comparisons, holm_line
+    rng = np.random.default_rng(3)
+    comparisons = {f"c{i}": (rng.normal(shift, 1, 4), rng.normal(0, 1, 4)) for i, shift in enumerate((0.0, 1.0, 3.0))}
+    rows, lines = holm_comparisons(comparisons), holm_verdicts(comparisons)
+    p = [welch_p_value(*pair) for pair in comparisons.values()]
+    for (name, (a, b)), adjusted, p_i in zip(comparisons.items(), holm(np.array(p)), p):
+        row = rows[name]
+        assert row["difference"] == pytest.approx(a.mean() - b.mean()) and row["floor"] == pytest.approx(noise_floor(a, b))
+        assert (row["p"], row["holm_p"], row["real"]) == (pytest.approx(p_i), pytest.approx(adjusted), adjusted < 0.05)
+        assert holm_line(row) == lines[name]

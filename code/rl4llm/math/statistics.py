@@ -187,23 +187,32 @@ def comparison_pairs(comparisons, name: str) -> dict:
 
 
 @checked(comparisons=comparison_pairs, level=LEVEL)
-def holm_verdicts(comparisons: dict, *, level: float = 0.05) -> dict[str, str]:
-    """One line per comparison made together, ``{name: (a, b)}`` of per-seed results (chapter 20).
-
-    Each line gives mean(a) - mean(b), the comparison's own noise floor, Welch's p (``welch_p_value``)
-    and its Holm-adjusted p over all the comparisons (``holm``); the difference is called real only if
-    the adjusted p is below ``level``.
-    """
+def holm_comparisons(comparisons: dict, *, level: float = 0.05) -> dict[str, dict]:
+    """The numbers of comparisons made together, ``{name: (a, b)}`` of per-seed results (chapters 18, 20): for
+    each, ``difference`` mean(a) - mean(b), its own noise ``floor``, Welch's ``p`` (``welch_p_value``), its
+    Holm-adjusted ``holm_p`` over all the comparisons (``holm``) and ``real``: the adjusted p is below ``level``."""
     names = list(comparisons)
     p = [welch_p_value.unchecked(*comparisons[name]) for name in names]
-    lines = {}
+    rows = {}
     for name, p_i, adjusted in zip(names, p, holm.unchecked(np.array(p))):
         a, b = comparisons[name]
-        says = "a real difference" if adjusted < level else "not distinguishable from seed noise"
-        lines[name] = (f"difference of means {a.mean() - b.mean():+.4f}, noise floor "
-                       f"{noise_floor.unchecked(a, b, level=level):.4f}, "
-                       f"p {p_i:.4f}, Holm-adjusted p {adjusted:.4f} -> {says}")
-    return lines
+        rows[name] = {"difference": float(a.mean() - b.mean()), "floor": noise_floor.unchecked(a, b, level=level),
+                      "p": float(p_i), "holm_p": float(adjusted), "real": bool(adjusted < level)}
+    return rows
+
+
+def holm_line(row: dict) -> str:
+    """One comparison of :func:`holm_comparisons` as a line: difference, floor, p, adjusted p and the verdict."""
+    says = "a real difference" if row["real"] else "not distinguishable from seed noise"
+    return (f"difference of means {row['difference']:+.4f}, noise floor {row['floor']:.4f}, "
+            f"p {row['p']:.4f}, Holm-adjusted p {row['holm_p']:.4f} -> {says}")
+
+
+@checked(comparisons=comparison_pairs, level=LEVEL)
+def holm_verdicts(comparisons: dict, *, level: float = 0.05) -> dict[str, str]:
+    """One line per comparison made together (:func:`holm_line` of :func:`holm_comparisons`), ``{name: (a, b)}``
+    of per-seed results (chapter 20); the difference is called real only if the adjusted p is below ``level``."""
+    return {name: holm_line(row) for name, row in holm_comparisons.unchecked(comparisons, level=level).items()}
 
 
 @checked(n=at_least(2))
