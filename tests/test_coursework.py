@@ -112,10 +112,12 @@ def test_every_exercise_has_a_kind_an_objective_and_points():
 
 def test_each_rubric_is_points_and_what_earns_them_and_adds_up():
     """A kind graded by hand (and the project) is worth what its rubric's criteria add up to."""
-    from rl4llm.course.syllabus import KINDS, POINTS, PROJECT, RUBRICS, total
+    from rl4llm.course.syllabus import (CHECKED_EXPERIMENT_RUBRIC, CHECKED_RESULT, KINDS, POINTS, PROJECT, RUBRICS,
+                                        total)
 
     assert set(POINTS) == set(KINDS) and set(RUBRICS) == {"written", "experiment"}
     for name, rubric, points in [*((k, r, POINTS[k]) for k, r in RUBRICS.items()),
+                                 ("checked experiment", (*CHECKED_EXPERIMENT_RUBRIC, CHECKED_RESULT), POINTS["experiment"]),
                                  ("project", PROJECT.rubric, PROJECT.points)]:
         assert len(rubric) >= 2 and all(c.points > 0 and len(c.earns) > 20 for c in rubric), name
         assert total(rubric) == points, (name, [c.points for c in rubric], points)

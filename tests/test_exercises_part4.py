@@ -21,7 +21,7 @@ from rl4llm.math.statistics import seeds_needed
 from rl4llm.toy.verifier import EOS_MARKER
 
 PART4 = {"ex-ch15-seeds": 15, "addition_reward": 15, "ex-ch16-split": 16, "data_parallel_loss": 16,
-         "ex-ch21-k3": 21, "run_exact_gradient": 21}
+         "ex-ch21-k3": 21, "ex-ch21-knobs": 21, "run_exact_gradient": 21}
 
 
 def test_part4_ids_and_chapters():
@@ -382,3 +382,17 @@ def test_answer_key_holds_part4_by_hand_exercises():
         assert key[exercise]["chapter"] == PART4[exercise]
         assert len(key[exercise]["mistakes"]) >= 3
     assert Fraction(key["ex-ch16-split"]["value"]).limit_denominator(100) == Fraction(1, 6)
+
+
+def test_the_knobs_experiments_result_seed_by_seed():
+    """ex-ch21-knobs's answer box: GRPO's pi(5) after 5 steps at twice its default lr, averaged over seeds 0-31 by
+    running each seed here (the chapter prints 0.9346); the neighbouring settings the exercise runs are slips."""
+    import inspect
+    from rl4llm.studies.method_runs import run_grpo
+
+    lr = inspect.signature(run_grpo).parameters["lr"].default
+    doubled = np.mean([run_grpo(steps=5, lr=2 * lr, seed=seed)[5] for seed in range(32)])
+    assert SPECS["ex-ch21-knobs"].value == pytest.approx(doubled, abs=1e-12) and round(doubled, 4) == 0.9346
+    as_is = np.mean([run_grpo(steps=5, seed=seed)[5] for seed in range(32)])
+    assert "default lr" in check("ex-ch21-knobs", as_is)
+    assert "K doubled" in check("ex-ch21-knobs", np.mean([run_grpo(steps=5, K=8, seed=seed)[5] for seed in range(32)]))

@@ -110,6 +110,11 @@ def test_the_product_weight_experiments_numbers():
     relative = (m4 / m2 ** 2) ** L - 1
     assert 24_000 < relative < 24_500 and round(relative / 0.01, -5) == 2_400_000
     assert 24_000 < (1.0616 / 1.00943 ** 2) ** 246 - 1 < 24_500            # with the digits the solution writes
+    # the experiment's answer box: L, and the slips told apart (the four-decimal 1 + chi^2, not rounding up)
+    assert SPECS["ex-ch18-length"].value == L and check("ex-ch18-length", "246").startswith("Correct:")
+    assert "four-decimal" in check("ex-ch18-length", math.ceil(math.log(10) / math.log(1.0094)))
+    assert "round ln 10 / ln(1 + chi^2) up" in check("ex-ch18-length", math.floor(math.log(10) / math.log(m2)))
+    assert "mixes logarithms" in check("ex-ch18-length", math.log10(10) / math.log(m2))
     task = sample_chain(6, 20_000, seed=0, steps=2, lr=0.5)
     w2 = np.exp((task.mask * (task.logp - task.logp_old)).sum(axis=1)) ** 2
     mean, se = w2.mean(), w2.std(ddof=1) / math.sqrt(len(w2))
@@ -123,7 +128,10 @@ def test_the_group_mean_dynamic_sampling_experiments_claims():
     from rl4llm import dynamic_sampling_exact, dynamic_sampling_run, verdict
     from rl4llm.math.statistics import noise_floor, standard_error
 
+    from rl4llm.studies.dynamic_sampling import CHAPTER_18_RUN
+
     settings = dict(G=4, n_groups=2, steps=15, lr=0.25, advantage="group_mean")
+    assert CHAPTER_18_RUN == {k: settings[k] for k in ("G", "n_groups", "steps", "lr")}
     runs = {d: [dynamic_sampling_run(dynamic=d, seed=s, **settings) for s in range(20)] for d in (True, False)}
     final = {d: np.array([r["J"][-1] for r in rs]) for d, rs in runs.items()}
     exact = {d: float(np.asarray(dynamic_sampling_exact(dynamic=d, **settings)["J"])[-1]) for d in (True, False)}
@@ -132,6 +140,16 @@ def test_the_group_mean_dynamic_sampling_experiments_claims():
     assert all(abs(final[d].mean() - exact[d]) < 3 * standard_error(final[d]) for d in final)
     assert np.all(np.mean([r["groups_drawn"] for r in runs[True]], axis=0) > 2)
     assert np.all(np.array([r["groups_drawn"] for r in runs[False]]) == 2)
+    # the experiment's answer box: the exact paths' gain (0.4138 - 0.3367, the chapter's printed paths), which the
+    # 20 seeds' gain estimates within 3 of its standard errors; the seeds' gain and GRPO's advantage are slips
+    gain = exact[True] - exact[False]
+    assert SPECS["ex-ch18-group-mean"].value == pytest.approx(gain) and round(gain, 4) == round(0.4138 - 0.3367, 4)
+    seeds_gain = final[True].mean() - final[False].mean()
+    assert abs(seeds_gain - gain) < 3 * math.hypot(standard_error(final[True]), standard_error(final[False]))
+    assert "20 seeds' means" in check("ex-ch18-group-mean", seeds_gain)
+    grpo = [float(np.asarray(dynamic_sampling_exact(dynamic=d, **{**settings, "advantage": "grpo"})["J"])[-1])
+            for d in (True, False)]
+    assert "GRPO's advantage" in check("ex-ch18-group-mean", grpo[0] - grpo[1])
 
 
 def test_the_pass_at_k_checker_tries_the_edges():

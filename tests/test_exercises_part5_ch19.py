@@ -36,8 +36,8 @@ BY_HAND = {"ex-ch19-bytes": 18 * 3e9 / 1e9, "ex-ch19-zero2": 2 * 7 + 14 * 7 / 8,
            "ex-ch19-lora-bytes": LORA_PARAMS * 16 / 1e9,
            "ex-ch19-entropy-floor": math.log(2) / (15 * 4096) * 1e5,
            "ex-ch19-clipped": 100 * _cap_share_by_bisection(64),
-           # (2 x 7.62e9 bytes of weights + 2 GB + 32 x 8704 x 2 x 28 x 4 x 128 x 2 bytes) / 80 GB, up to 0.05
-           "ex-ch19-vllm-share": math.ceil((2 * 7615616512 + 2e9 + 32 * 8704 * 2 * 28 * 4 * 128 * 2) / 80e9 / 0.05) * 0.05}
+           # 2 x 7.62e9 bytes of weights + 2 GB + 32 x 8704 x 2 x 28 x 4 x 128 x 2 bytes, in GB
+           "ex-ch19-vllm-share": (2 * 7615616512 + 2e9 + 32 * 8704 * 2 * 28 * 4 * 128 * 2) / 1e9}
 
 
 def test_ids_and_chapter():
@@ -80,10 +80,18 @@ def test_the_vllm_share_is_the_recipes_and_its_slips_are_named():
     from rl4llm.math.memory import QWEN25_7B
     from rl4llm.trl import recipes as rc
     assert QWEN25_7B.n_params == 7615616512
-    assert SPECS["ex-ch19-vllm-share"].value == pytest.approx(rc.recipe(QWEN25_7B, 8, "full", "colocate").vllm_memory)
-    assert check("ex-ch19-vllm-share", 0.415).startswith("Not yet: that is the share needed, unrounded")
-    assert check("ex-ch19-vllm-share", 0.4).startswith("Not yet: 0.40 of 80 GB is 32 GB")
-    assert check("ex-ch19-vllm-share", 0.25).startswith("Not yet: the KV cache is missing")
+    need = SPECS["ex-ch19-vllm-share"].value                      # GB; the share is it over 80, up to 0.05
+    assert math.ceil(need / 80 / 0.05) * 0.05 == pytest.approx(rc.recipe(QWEN25_7B, 8, "full", "colocate").vllm_memory)
+    kv = 2 * 28 * 4 * 128 * 2                                      # bytes a token: K and V, 28 layers, 4 heads
+    weights = 2 * 7615616512
+    # each slip computed the way a student would; the two that round to the same share (0.45) are told apart
+    assert check("ex-ch19-vllm-share", (weights + 2e9 + 32 * 8192 * kv) / 1e9).startswith(
+        "Not yet: the prompts' tokens are cached too")
+    assert check("ex-ch19-vllm-share", (weights + 2e9 + 32 * 8704 * kv) / 2 ** 30).startswith("Not yet: that is GiB")
+    assert math.ceil((weights + 2e9 + 32 * 8192 * kv) / 80e9 / 0.05) == math.ceil(need / 80 / 0.05)
+    assert check("ex-ch19-vllm-share", (weights + 2e9) / 1e9).startswith("Not yet: the KV cache is missing")
+    assert "query heads" in check("ex-ch19-vllm-share", (weights + 2e9 + 32 * 8704 * 2 * 28 * 28 * 128 * 2) / 1e9)
+    assert "a share of the GPU" in check("ex-ch19-vllm-share", 0.45)
 
 
 def test_the_lora_count_is_the_librarys_and_its_state_bytes():

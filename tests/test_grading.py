@@ -29,9 +29,11 @@ def test_the_course_is_written_from_the_chapters():
 
 
 def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
-    """Each by-hand exercise of the book is in the part of its chapter: a solution cell that sets its
-    answer's name, then a graded test cell worth the syllabus's points."""
-    from rl4llm.course.syllabus import POINTS
+    """Each by-hand exercise of the book, and each assigned experiment whose result an answer box checks, is in
+    the part of its chapter: a solution cell that sets its answer's name, then a graded test cell worth a by-hand
+    answer's points."""
+    from rl4llm.course.assignments import checked_result, exercises
+    from rl4llm.course.syllabus import POINTS, assigned
 
     found = {}
     for part, nb in assignments().items():
@@ -43,7 +45,12 @@ def test_every_by_hand_exercise_is_a_graded_cell_of_its_part():
             if isinstance(SPECS.get(label), NumericExercise):
                 found[label] = part
                 assert cell["metadata"]["nbgrader"]["points"] == POINTS["by hand"]
-    assert set(found) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)}
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    everything = [e for path in chapters for e in exercises(path)]
+    checked = {e.label for e in everything if checked_result(e)}
+    assigned_checked = {e.label for path in chapters for e in assigned(exercises(path)) if checked_result(e)}
+    assert checked - assigned_checked, "no checked experiment outside the syllabus's choice: the test sees none"
+    assert set(found) == {k for k, v in SPECS.items() if isinstance(v, NumericExercise)} - (checked - assigned_checked)
     assert all(SPECS[label].chapter in PARTS[part][1] for label, part in found.items()), found
 
 
@@ -51,20 +58,25 @@ def test_each_assignment_holds_what_the_syllabus_assigns_with_its_points():
     """A part's graded cells are the exercises the syllabus assigns from its chapters, each worth the
     syllabus's points: autograded cells for by-hand and coding work, manually graded answer cells for
     written work and experiments; so the plans and the gradebook add up the same."""
-    from rl4llm.course.assignments import exercises
-    from rl4llm.course.syllabus import RUBRICS, assigned, kind, points
+    from rl4llm.course.assignments import checked_result, exercises
+    from rl4llm.course.syllabus import CHECKED_RESULT, RUBRICS, assigned, kind, points
 
     chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
     for part, nb in assignments().items():
         planned = {e.label.removeprefix("ex-"): e for path in chapters if int(path.name[:2]) in PARTS[part][1]
                    for e in assigned(exercises(path))}
         cells = {c["metadata"]["nbgrader"]["grade_id"].removesuffix("-check"): c for c in graded_cells(nb)}
-        assert set(cells) == set(planned), part
+        results = {f"{grade_id}-result" for grade_id, e in planned.items() if checked_result(e)}
+        assert set(cells) == set(planned) | results, part
         for grade_id, e in planned.items():
             meta = cells[grade_id]["metadata"]["nbgrader"]
-            assert meta["points"] == points(e), grade_id
+            result = cells.get(f"{grade_id}-result", {"metadata": {"nbgrader": {"points": 0}}})
+            assert meta["points"] + result["metadata"]["nbgrader"]["points"] == points(e), grade_id
             assert (cells[grade_id]["cell_type"], meta["solution"]) == (
                 ("markdown", True) if kind(e) in RUBRICS else ("code", False)), grade_id
+            if checked_result(e):
+                assert result["metadata"]["nbgrader"]["points"] == CHECKED_RESULT.points
+                assert (result["cell_type"], result["metadata"]["nbgrader"]["solution"]) == ("code", False)
 
 
 def _by_hand_lines(source: dict) -> list[str]:

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .syllabus import POINTS, RUBRICS, WEEKS, assigned, kind
+from .syllabus import CHECKED_EXPERIMENT_RUBRIC, CHECKED_RESULT, POINTS, RUBRICS, WEEKS, assigned, kind
 
 SOLUTION_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"      # nbgrader's default for Python
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -218,9 +218,16 @@ def answer_name(number: str) -> str:
     return "answer_" + number.replace(".", "_")
 
 
+def checked_result(e: Exercise) -> bool:
+    """Whether ``e`` is an experiment whose result the book's answer box checks (a by-hand check of its label)."""
+    from ..exercises import SPECS, NumericExercise
+    return kind(e) == "experiment" and isinstance(SPECS.get(e.label), NumericExercise)
+
+
 def _answer_cell(e: Exercise) -> str:
-    """A by-hand exercise's solution cell: the library's answer between nbgrader's markers (the source
-    assignment is the instructor's; the release holds nbgrader's stub in their place)."""
+    """A by-hand exercise's solution cell (or a checked experiment's result cell): the library's answer between
+    nbgrader's markers (the source assignment is the instructor's; the release holds nbgrader's stub in their
+    place)."""
     from ..exercises import SPECS
     if e.label not in SPECS:
         raise ValueError(f"by-hand exercise {e.label} has no check in rl4llm.exercises")
@@ -259,21 +266,32 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
              "the toy's constants (and `grpo_loss` where an exercise says you may call it); a by-hand cell may "
              "import nothing of the library (Python's or numpy's arithmetic is fine).\n\n"
              "A **written** exercise or an **experiment** is answered in the cell under it (add cells for code "
-             "and plots as you need them) and graded by hand with the rubric printed with it.\n\n"
+             "and plots as you need them) and graded by hand with the rubric printed with it; an experiment whose "
+             "result the book's answer box checks also hands that number in, in its own cell, graded as a by-hand "
+             "answer is.\n\n"
              f"The coding exercises are {listed['coding']}; the by-hand exercises {listed['by hand']}; the "
              f"written ones {listed['written']}; the experiments {listed['experiment']}, as numbered in the book.")
     cells = [_cell("markdown", intro, _nbgrader("markdown", f"{part}-intro"))]
     for e in chosen:
         grade_id = e.label.removeprefix("ex-")
         if kind(e) in RUBRICS:
-            rubric = "\n".join(f"- {c.points} point{'' if c.points == 1 else 's'}: {c.earns}" for c in RUBRICS[kind(e)])
-            cells += [
-                _cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()} ({kind(e)})\n\n"
-                                  f"{handed_out(e.text)}\n\nGraded by hand, {POINTS[kind(e)]} points:\n\n{rubric}",
-                      _nbgrader("markdown", f"{grade_id}-text")),
-                _cell("markdown", f"Grade against the solution of Exercise {e.number} in the book, with the rubric "
-                                  "above.", _nbgrader("manual", grade_id, points=POINTS[kind(e)])),
-            ]
+            checked = checked_result(e)
+            criteria = CHECKED_EXPERIMENT_RUBRIC if checked else RUBRICS[kind(e)]
+            manual = sum(c.points for c in criteria)
+            rubric = "\n".join(f"- {c.points} point{'' if c.points == 1 else 's'}: {c.earns}" for c in criteria)
+            by_hand = f"by hand, {manual} points:\n\n{rubric}"
+            graded = (f"Its result, `{answer_name(e.number)}`, is graded automatically ({CHECKED_RESULT.points} "
+                      f"point: the number the book's answer box checks) in the cells below; the rest is graded "
+                      f"{by_hand}" if checked else f"Graded {by_hand}")
+            cells.append(_cell("markdown", f"## Exercise {e.number}: {_KIND.sub('', e.title).strip()} ({kind(e)})"
+                                           f"\n\n{handed_out(e.text)}\n\n{graded}", _nbgrader("markdown", f"{grade_id}-text")))
+            if checked:
+                cells += [_cell("code", _answer_cell(e), _nbgrader("solution", f"{grade_id}-result")),
+                          _cell("code", f'from rl4llm.exercises import assert_correct\n\n'
+                                        f'assert_correct("{e.label}", {answer_name(e.number)})',
+                                _nbgrader("test", f"{grade_id}-result-check", points=CHECKED_RESULT.points))]
+            cells.append(_cell("markdown", f"Grade against the solution of Exercise {e.number} in the book, with the "
+                                           "rubric above.", _nbgrader("manual", grade_id, points=manual)))
             continue
         by_hand = e.kind == "by hand"
         check_id, defined = (e.label, answer_name(e.number)) if by_hand else (e.check_id, e.function)

@@ -27,7 +27,8 @@ GRADED_BY = {
                "graded out of process within its tolerance",
     "coding": "one function, checked automatically (nbgrader or the pytest route)",
     "written": "a short write-up (a derivation or an argument, with its numerical check), graded by hand",
-    "experiment": "a prediction, the runs and an explanation, graded by hand",
+    "experiment": "a prediction, the runs and an explanation, graded by hand (where the book's answer box checks "
+                  "the experiment's result, that result is handed in as a number and graded as a by-hand answer)",
 }
 
 #: Points of an exercise of each kind; a kind graded by hand has a rubric that adds up to them.
@@ -56,6 +57,19 @@ RUBRICS = {
                      "explained, earns these points in full"),
     ),
 }
+
+#: An experiment whose result the book's answer box checks: the point for "the numbers that answer the question" is
+#: that result, graded out of process like a by-hand answer, and the rest of the rubric is graded by hand (so the
+#: experiment is worth the same as any other).
+CHECKED_RESULT = Criterion(1, "the result the book's answer box checks, handed in as a number and graded "
+                              "automatically within the answer box's tolerance")
+CHECKED_EXPERIMENT_RUBRIC = (
+    RUBRICS["experiment"][0],
+    Criterion(RUBRICS["experiment"][1].points - CHECKED_RESULT.points,
+              "the runs or slider positions asked for, stated so that they can be repeated (settings, seeds), with "
+              "the numbers or plot that answer the question beyond the checked result"),
+    RUBRICS["experiment"][2],
+)
 
 
 @dataclass(frozen=True)

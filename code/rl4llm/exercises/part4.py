@@ -410,6 +410,26 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch21-knobs (experiment)
+def _grpo_after_five(lr_factor: float = 2.0, K: int | None = None) -> float:
+    """GRPO's pi(5) after 5 steps on the toy, mean over seeds 0-31, with its learning rate times ``lr_factor`` (and
+    ``K`` inner steps where given): the exercise's doubled lr."""
+    import inspect
+    from ..studies.method_runs import run_grpo
+    from ..studies.toy_grpo import run_over_seeds
+    lr = lr_factor * inspect.signature(run_grpo).parameters["lr"].default
+    return float(run_over_seeds(run_grpo, range(32), steps=5, lr=lr, **({} if K is None else {"K": K}))[:, 5].mean())
+
+
+def _knobs_mistakes() -> tuple[tuple[float, str], ...]:
+    return (
+        (_grpo_after_five(1.0), "that is GRPO at its default lr; the box asks it with lr doubled"),
+        (_grpo_after_five(0.5), "that is GRPO with lr halved; the box asks it with lr doubled"),
+        (_grpo_after_five(1.0, K=8), "that is K doubled (K = 8) at the default lr; the box asks lr doubled, K = 4"),
+        (_grpo_after_five(1.0, K=2), "that is K = 2 at the default lr; the box asks lr doubled, K = 4"),
+    )
+
+
 # ---------------------------------------------------------------- run_exact_gradient (coding)
 def _exact_case(rng):
     if rng is None:
@@ -477,5 +497,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch21-k3": NumericExercise(
         21, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
         _k3_mistakes()),
+    "ex-ch21-knobs": NumericExercise(
+        21, "GRPO's pi(5) after 5 steps with its learning rate doubled, mean over seeds 0-31", _grpo_after_five,
+        5e-4, _knobs_mistakes),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }

@@ -472,29 +472,36 @@ def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- ex-ch19-vllm-share (by hand)
-def _vllm_share(weights: bool = True, working: bool = True, cache: bool = True, gib: bool = False,
-                round_up: bool = True) -> float:
-    """Qwen2.5-7B colocated on 8 GPUs (chapter 19's recipe): vLLM's share of an 80 GB GPU, its bf16 weights, 2 GB of
-    working memory and the KV cache of the GPU's 32 sequences of 512 + 8192 tokens, rounded up to a multiple of
-    0.05; the flags drop a part, count in GiB or skip the rounding (the slips)."""
-    from ..math.memory import QWEN25_7B, kv_bytes_per_token
+def _vllm_need(weights: bool = True, working: bool = True, cache: bool = True, prompt: bool = True,
+               gib: bool = False, kv_heads: int | None = None, weight_bytes: int = 2) -> float:
+    """Qwen2.5-7B colocated on 8 GPUs (chapter 19's recipe): the GB each GPU's vLLM engine holds, its bf16 weights,
+    2 GB of working memory and the bf16 KV cache of the GPU's 32 sequences of 512 + 8192 tokens (the share of an
+    80 GB GPU the recipe sets is this over 80, rounded up to a multiple of 0.05); the arguments make the slips
+    (a part dropped, the prompt's tokens left out, GiB, the query heads cached, fp32 weights)."""
+    from ..math.memory import QWEN25_7B
     from ..trl.recipes import PROMPT_LENGTH, VLLM_WORKING_BYTES
-    kv = kv_bytes_per_token(QWEN25_7B.n_layers, QWEN25_7B.n_kv_heads, QWEN25_7B.head_dim)
-    need = (2 * QWEN25_7B.n_params * weights + VLLM_WORKING_BYTES * working
-            + 32 * (PROMPT_LENGTH + 8192) * kv * cache) / (2 ** 30 if gib else 1e9)
-    share = need / 80
-    return math.ceil(share / 0.05 - 1e-9) * 0.05 if round_up else share
+    kv = kv_bytes_per_token(QWEN25_7B.n_layers, kv_heads or QWEN25_7B.n_kv_heads, QWEN25_7B.head_dim)
+    total = (weight_bytes * QWEN25_7B.n_params * weights + VLLM_WORKING_BYTES * working
+             + 32 * (PROMPT_LENGTH * prompt + 8192) * kv * cache)
+    return total / (2 ** 30 if gib else 1e9)
 
 
-def _vllm_share_mistakes() -> tuple[tuple[float, str], ...]:
+def _vllm_need_mistakes() -> tuple[tuple[float, str], ...]:
+    from ..math.memory import QWEN25_7B
+    share = "that is a share of the GPU; enter the GB the engine holds (the share is that over 80 GB, rounded up)"
     return (
-        (_vllm_share(round_up=False), "that is the share needed, unrounded; the recipe rounds it up to a multiple of "
-                                      "0.05, never down, so that the engine's share holds it"),
-        (0.40, f"0.40 of 80 GB is 32 GB, less than the {80 * _vllm_share(round_up=False):.1f} GB needed (rounded "
-               f"down, or the 2 GB of working memory left out, or counted in GiB): round up, to 0.45"),
-        (_vllm_share(cache=False), "the KV cache is missing: 32 sequences x 8704 tokens x 57,344 bytes a token"),
-        (_vllm_share(working=False, cache=False), "that is the bf16 weights alone; the working memory and the "
-                                                  "32 sequences' KV cache come on top"),
+        (_vllm_need(prompt=False), "the prompts' tokens are cached too: each of the 32 sequences holds 512 + 8192 "
+                                   "tokens, not 8192"),
+        (_vllm_need(gib=True), "that is GiB (2^30 bytes); the question counts GB (10^9 bytes)"),
+        (_vllm_need(working=False), "the 2 GB of working memory are missing"),
+        (_vllm_need(cache=False), "the KV cache is missing: 32 sequences x 8704 tokens x 57,344 bytes a token"),
+        (_vllm_need(working=False, cache=False), "that is the bf16 weights alone; the working memory and the "
+                                                 "32 sequences' KV cache come on top"),
+        (_vllm_need(kv_heads=QWEN25_7B.n_heads), f"that caches all {QWEN25_7B.n_heads} query heads; with "
+                                                 f"grouped-query attention only the {QWEN25_7B.n_kv_heads} "
+                                                 "key-value heads are cached"),
+        (_vllm_need(weight_bytes=4), "the engine holds the weights in bf16, 2 bytes a parameter, not 4"),
+        (0.45, share), (_vllm_need() / 80, share),
     )
 
 
@@ -614,6 +621,59 @@ def _holm_mistakes() -> tuple[tuple[float, str], ...]:
         (m * max(HOLM_P.values()), "that multiplies the largest p by 4; Holm multiplies the smallest by 4, the "
                                    "next by 3, and caps at 1"),
         (1.0, "that is 4 times the largest p, capped at 1; the bonus's p is the smallest, so it gets the factor 4"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch18-length (experiment)
+def _chain_moments() -> tuple[float, float]:
+    """1 + chi^2 and sum_y pi^4 / pi_old^3 of one token of chapter 18's chain, pi two steps ahead of pi_old."""
+    from ..math.distributions import softmax
+    from ..studies.sequence_ratios import chain_sequences
+    from ..toy.five_token import LOGITS
+    from ..viz.sequence_ratios import LEAD_LR
+    pi, pi_old = softmax(chain_sequences(1, 2, LEAD_LR).logp[:, 0]), softmax(LOGITS)
+    return float(pi @ (pi / pi_old)), float(pi ** 4 @ (1 / pi_old ** 3))
+
+
+def _length_to_ten(one_plus_chi2: float | None = None) -> float:
+    """The length L at which the product weight's second moment (1 + chi^2)^L first reaches 10."""
+    return math.ceil(math.log(10) / math.log(one_plus_chi2 or _chain_moments()[0]))
+
+
+def _length_mistakes() -> tuple[tuple[float, str], ...]:
+    chi = _chain_moments()[0]
+    round_up = "L is a whole number of tokens, the first at which (1 + chi^2)^L reaches 10: round ln 10 / ln(1 + chi^2) up"
+    return (
+        (_length_to_ten(1.0094), "that comes from the four-decimal 1.0094; take 1 + chi^2 to five decimals, 1.00943"),
+        (math.log(10) / math.log(chi), round_up), (math.floor(math.log(10) / math.log(chi)), round_up),
+        (math.log10(10) / math.log(chi), "that mixes logarithms: ln 10 / ln(1 + chi^2), both natural (or both base 10)"),
+        (math.log(10) / math.log10(chi), "that mixes logarithms: ln 10 / ln(1 + chi^2), both natural (or both base 10)"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch18-group-mean (experiment)
+def _group_mean_gain(advantage: str = "group_mean") -> float:
+    """How much higher J ends after chapter 18's run with dynamic sampling than with the static batch, on the two
+    exact paths (``dynamic_sampling_exact``), with Dr. GRPO's group-mean advantage."""
+    from ..studies.dynamic_sampling import CHAPTER_18_RUN, dynamic_sampling_exact
+    ends = [dynamic_sampling_exact(dynamic, advantage=advantage, **CHAPTER_18_RUN)["J"][-1] for dynamic in (True, False)]
+    return float(ends[0] - ends[1])
+
+
+def _group_mean_mistakes() -> tuple[tuple[float, str], ...]:
+    from ..studies.dynamic_sampling import CHAPTER_18_RUN, dynamic_sampling_exact, dynamic_sampling_run
+    from ..studies.toy_grpo import run_over_seeds
+    exact = {d: dynamic_sampling_exact(d, advantage="group_mean", **CHAPTER_18_RUN)["J"][-1] for d in (True, False)}
+    seeds = {d: run_over_seeds(dynamic_sampling_run, range(20), dynamic=d, advantage="group_mean",
+                               **CHAPTER_18_RUN)["J"][:, -1].mean() for d in (True, False)}
+    one_path = "that is one path's J; the box asks the gain, dynamic's J minus static's, on the exact paths"
+    return (
+        (_group_mean_gain("grpo"), "that is the gain with GRPO's advantage (divided by the std), the chapter's run; "
+                                   "this exercise sets advantage=\"group_mean\""),
+        (seeds[True] - seeds[False], "that is the gain of the 20 seeds' means, which carries their sampling noise; "
+                                     "the box asks it on the exact paths, dynamic_sampling_exact"),
+        (exact[True], one_path), (exact[False], one_path),
+        (exact[False] - exact[True], "the sign is flipped: dynamic's J minus static's"),
     )
 
 
@@ -794,8 +854,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         19, f"the mean token entropy, in 10^-5 nats, below which half the groups are flat (G = {FLOOR_G}, "
             f"T = {FLOOR_T})", _entropy_floor, 0.01, _entropy_floor_mistakes),
     "ex-ch19-vllm-share": NumericExercise(
-        19, "vllm_gpu_memory_utilization for Qwen2.5-7B colocated on 8 GPUs (32 sequences of 512 + 8192 tokens)",
-        _vllm_share, 0.005, _vllm_share_mistakes),
+        19, "the GB that vLLM's engine holds on each GPU for Qwen2.5-7B colocated on 8 GPUs (32 sequences of "
+            "512 + 8192 tokens)", _vllm_need, 0.05, _vllm_need_mistakes),
     "ex-ch19-clipped": NumericExercise(
         19, f"the percent of completions at the cap above which most batches of {CLIPPED_N} run to it",
         _clipped_percent, 0.01, _clipped_mistakes),
@@ -813,6 +873,12 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch18-holm": NumericExercise(
         18, "the bonus's Holm-adjusted p over the four knobs (p-values 0.0286, 0.5358, 0.0837, 0.3424)",
         _holm_bonus, 0.002, _holm_mistakes),
+    "ex-ch18-length": NumericExercise(
+        18, "the length L at which the product weight's second moment (1 + chi^2)^L reaches 10", _length_to_ten, 0.3,
+        _length_mistakes),
+    "ex-ch18-group-mean": NumericExercise(
+        18, "how much higher J ends with dynamic sampling than without, on the exact paths with Dr. GRPO's "
+            "advantage", _group_mean_gain, 5e-4, _group_mean_mistakes),
     "pass_at_k_estimate": _PASS_AT_K,
     "ex-ch20-sequence-weight": NumericExercise(
         20, "TRL's sequence_truncate weight of the answer (at TRL's default cap)", _sequence_weight, 0.002,

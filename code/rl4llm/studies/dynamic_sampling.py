@@ -58,6 +58,9 @@ def groups_drawn_per_kept_group(probs, rewards, G: int, n_kept: int, seed: int) 
 
 
 #: The checks of a training run's settings.
+#: Chapter 18's run of dynamic sampling against the static batch (its exercise ex-ch18-group-mean too): groups of
+#: 4, 2 kept groups a step, 15 steps of size 0.25.
+CHAPTER_18_RUN = {"G": 4, "n_groups": 2, "steps": 15, "lr": 0.25}
 _RUN = {"G": at_least(2), "n_groups": at_least(1), "steps": at_least(1), "lr": positive_real}
 
 

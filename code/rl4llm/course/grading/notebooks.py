@@ -4,7 +4,8 @@ The list of exercises comes from the instructor's source assignments (``course/s
 written by ``scripts/make_course.py``), never from the submission: each graded test cell there,
 ``<grade id>-check``, names its check and what the student defines: a coding exercise's function
 (``assert_correct("gae", my_gae)``) or a by-hand exercise's answer (``assert_correct("ex-ch12-by-hand",
-answer_12_1)``); the markdown cell ``<grade id>-text`` gives its number ("Exercise 12.2"). A
+answer_12_1)``, or a checked experiment's result, under ``<grade id>-result``); the markdown cell
+``<grade id>-text`` gives its number ("Exercise 12.2"). A
 submission is either an nbgrader notebook (the student's cell is the solution cell ``<grade id>``) or
 a chapter of the student edition (the cell tagged ``exercise-code`` after the exercise labelled
 ``ex-<grade id>``; a chapter has no cell for a by-hand answer, which its answer box checks and the
@@ -61,7 +62,8 @@ def registry(source: Path) -> dict[str, GradedExercise]:
             meta, match = _meta(cell), ASSERT.search("".join(cell["source"]))
             if meta.get("grade") and match and meta.get("grade_id", "").endswith("-check"):
                 grade_id = meta["grade_id"].removesuffix("-check")
-                found[grade_id] = GradedExercise(grade_id, numbers.get(grade_id, "?"), *match.groups(),
+                number = numbers.get(grade_id, numbers.get(grade_id.removesuffix("-result"), "?"))
+                found[grade_id] = GradedExercise(grade_id, number, *match.groups(),
                                                  float(meta.get("points", 1)))
     return found
 
