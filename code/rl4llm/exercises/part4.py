@@ -411,14 +411,15 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- ex-ch21-knobs (experiment)
-def _grpo_after_five(lr_factor: float = 2.0, K: int | None = None) -> float:
+def _grpo_after_five(lr_factor: float = 2.0, K: int | None = None, seeds=range(32), step: int = 5) -> float:
     """GRPO's pi(5) after 5 steps on the toy, mean over seeds 0-31, with its learning rate times ``lr_factor`` (and
-    ``K`` inner steps where given): the exercise's doubled lr."""
+    ``K`` inner steps where given): the exercise's doubled lr. ``seeds`` and ``step`` make slips."""
     import inspect
     from ..studies.method_runs import run_grpo
     from ..studies.toy_grpo import run_over_seeds
     lr = lr_factor * inspect.signature(run_grpo).parameters["lr"].default
-    return float(run_over_seeds(run_grpo, range(32), steps=5, lr=lr, **({} if K is None else {"K": K}))[:, 5].mean())
+    runs = run_over_seeds(run_grpo, seeds, steps=max(step, 5), lr=lr, **({} if K is None else {"K": K}))
+    return float(runs[:, step].mean())
 
 
 def _knobs_mistakes() -> tuple[tuple[float, str], ...]:
@@ -427,6 +428,46 @@ def _knobs_mistakes() -> tuple[tuple[float, str], ...]:
         (_grpo_after_five(0.5), "that is GRPO with lr halved; the box asks it with lr doubled"),
         (_grpo_after_five(1.0, K=8), "that is K doubled (K = 8) at the default lr; the box asks lr doubled, K = 4"),
         (_grpo_after_five(1.0, K=2), "that is K = 2 at the default lr; the box asks lr doubled, K = 4"),
+        (_grpo_after_five(seeds=[0]), "that is one run (seed 0); one run is one draw of luck: average the 32 seeds, "
+                                      "run_over_seeds(run, range(32), ...)"),
+        (_grpo_after_five(step=4), "that is column 4, pi(5) after 4 steps: column 0 is the start, so after 5 steps "
+                                   "is column 5"),
+        (_grpo_after_five(step=30), "that is pi(5) after 30 steps; the exercise reads it after 5 (steps=5, column 5)"),
+        (_grpo_after_five() - _grpo_after_five(1.0), "that is the rise over the default lr's mean; the box asks the "
+                                                     "mean itself at the doubled lr"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch21-samples (experiment)
+def _after_five(variant: str) -> float:
+    """pi(5) after 5 steps, mean over seeds 0-31, of one of the exercise's variants (by its call)."""
+    from ..studies import method_runs
+    from ..studies.toy_grpo import run_over_seeds
+    run, options = {"baseline": (method_runs.run_reinforce_baseline, {}),
+                    "reuse": (method_runs.run_grpo, {"scale": False}), "scaling": (method_runs.run_grpo, {"K": 1}),
+                    "grpo": (method_runs.run_grpo, {}),
+                    "larger step": (method_runs.run_reinforce_baseline, {"lr": 4.0})}[variant]
+    return float(run_over_seeds(run, range(32), steps=5, **options)[:, 5].mean())
+
+
+def _grpo_lead() -> float:
+    """GRPO's head start: run_grpo()'s mean pi(5) after 5 steps less run_reinforce_baseline()'s (seeds 0-31)."""
+    return _after_five("grpo") - _after_five("baseline")
+
+
+def _grpo_lead_mistakes() -> tuple[tuple[float, str], ...]:
+    base = _after_five("baseline")
+    return (
+        (_after_five("reuse") - base, "that is the reuse's lead alone, run_grpo(scale=False); the box asks GRPO's, "
+                                      "run_grpo() with its scaling and its reuse"),
+        (_after_five("scaling") - base, "that is the std scaling's lead alone, run_grpo(K=1); the box asks GRPO's, "
+                                        "run_grpo() with its scaling and its reuse"),
+        (_after_five("reuse") + _after_five("scaling") - 2 * base, "that is the reuse's and the scaling's leads "
+                                                                   "summed; the box asks run_grpo()'s own lead, "
+                                                                   "measured"),
+        (_after_five("larger step") - base, "that is the lead of four times the step, "
+                                            "run_reinforce_baseline(lr=4.0); the box asks run_grpo()'s"),
+        (_after_five("grpo"), "that is GRPO's mean itself; the box asks its lead over run_reinforce_baseline()"),
     )
 
 
@@ -500,5 +541,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch21-knobs": NumericExercise(
         21, "GRPO's pi(5) after 5 steps with its learning rate doubled, mean over seeds 0-31", _grpo_after_five,
         5e-4, _knobs_mistakes),
+    "ex-ch21-samples": NumericExercise(
+        21, "GRPO's head start: run_grpo()'s mean pi(5) after 5 steps less run_reinforce_baseline()'s, seeds 0-31",
+        _grpo_lead, 5e-4, _grpo_lead_mistakes),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }
