@@ -13,7 +13,7 @@ from rl4llm.studies.estimator_bias import estimate_of_group, two_step_task
 from rl4llm.studies.kl_penalties import leash_gradient
 
 CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-shrink": 17, "ex-ch17-dapo-weight": 17,
-              "ex-ch17-sapo-weight": 17, "ex-ch17-soft-punishment": 17, "kl_estimators": 17}
+              "ex-ch17-sapo-weight": 17, "ex-ch17-soft-punishment": 17, "ex-ch17-beta": 17, "kl_estimators": 17}
 
 
 def test_chapter_17_ids_and_chapters():
@@ -124,3 +124,26 @@ def test_the_slips_issue_33_names_get_their_diagnosis(exercise, wrong, says):
 
     said = check(exercise, wrong)
     assert said.startswith("Not yet:") and says in said, said
+
+
+def test_the_leash_experiments_result_by_the_closed_forms():
+    """ex-ch17-beta's answer box: at beta = 0.25 the reverse leash's fixed point pi_ref e^(r/beta) normalised,
+    0.2 e^4 / (0.2 e^4 + 0.8), less the forward one's, the root of p (1 - p) = beta (p - 0.2); the exact paths
+    after 1500 steps reach both. The two slips the reader named (40 steps, the leashes swapped) are told apart."""
+    beta = 0.25
+    reverse = 0.2 * math.exp(1 / beta) / (0.2 * math.exp(1 / beta) + 0.8)
+    forward = ((1 - beta) + math.sqrt((1 - beta) ** 2 + 0.8 * beta)) / 2      # p^2 - (1 - beta) p - 0.2 beta = 0
+    assert (round(reverse, 3), round(forward, 3)) == (0.932, 0.812)
+    assert SPECS["ex-ch17-beta"].value == pytest.approx(reverse - forward, abs=1e-4)
+    assert check("ex-ch17-beta", round(reverse - forward, 3)).startswith("Correct:")
+    assert "sign is flipped" in check("ex-ch17-beta", forward - reverse)
+    assert "after 40 steps" in check("ex-ch17-beta", 0.893 - 0.810)
+    assert "beta = 1" in check("ex-ch17-beta", 0.405 - 0.447)
+
+
+def test_the_shrink_checker_names_the_best_shrink():
+    """RLOO shrunk by its best factor 0.70 (MSE 0.0105 as printed beside the table; 0.01045 from the rounded
+    variance and |grad J| the exercise gives) is a named slip."""
+    mse = 0.7 ** 2 * 0.0150 + 0.3 ** 2 * 0.1855 ** 2
+    assert "RLOO shrunk by 0.70" in check("ex-ch17-shrink", mse)
+    assert "RLOO shrunk by 0.70" in check("ex-ch17-shrink", 0.0105)          # as the chapter prints it

@@ -211,3 +211,17 @@ def test_every_kv_mistake_gets_its_own_message_and_crashes_are_reported():
     assert check("kv_bytes_per_token", lambda L, n, d, precision="bf16": None).startswith(
         "Not yet: your function returned None")
     assert check("kv_bytes_per_token", lambda L, n, d: 2 * L * n * d * 2).startswith("Not yet: your function raised")
+
+
+def test_the_split_experiments_result_is_the_cells_scan():
+    """ex-ch19-split's answer box: scanning every split of 16 GPUs at 16384 completion tokens, the shortest
+    one-step-off step samples on 12 (the solution's 12 and 4; 9 and 7 at 4096 tokens, a named slip)."""
+    from rl4llm.viz import real_runs as rr
+
+    def best(completion):
+        walls = [rr.schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)]
+        return 1 + int(np.argmin(walls))
+
+    assert (best(4096), best(16384)) == (9, 12) and SPECS["ex-ch19-split"].value == 12
+    assert "at 4096 completion tokens" in check("ex-ch19-split", 9)
+    assert "training GPUs" in check("ex-ch19-split", 4)

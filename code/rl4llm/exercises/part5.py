@@ -114,6 +114,40 @@ def _shrink_mistakes() -> tuple[tuple[float, str], ...]:
         (v, "that is RLOO's mean squared error (its variance: RLOO is unbiased); the group-mean estimate is 7/8 of "
             "RLOO's on every group"),
         (c ** 2 * v + (1 - c) * g2, "the squared bias is |grad J|^2 / 64: square the factor 1/8 too"),
+        (0.7 ** 2 * v + 0.3 ** 2 * g2, "that is RLOO shrunk by 0.70, its best factor (printed beside the table); the "
+                                       "group-mean estimate is RLOO shrunk by 7/8"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-beta (experiment)
+#: The experiment's other strengths: the box asks for the fixed points' gap at the first.
+BETA_STRENGTHS = (0.25, 4.0)
+
+
+def _leash_end(leash: str, beta: float, steps: int = 1500) -> float:
+    """pi(5) on the exact path of ``leash`` at strength ``beta`` after ``steps`` steps (1500: its fixed point)."""
+    from ..studies.kl_penalties import leash_exact_run
+    return float(leash_exact_run(leash, beta=beta, steps=steps)["pi_correct"][-1])
+
+
+def _leash_gap(beta: float = BETA_STRENGTHS[0], steps: int = 1500) -> float:
+    """The reverse leash's (k2 in the loss) fixed point less the forward one's (k3 in the loss): pi(5)."""
+    return _leash_end("k2_loss", beta, steps) - _leash_end("k3_loss", beta, steps)
+
+
+def _leash_gap_mistakes() -> tuple[tuple[float, str], ...]:
+    from ..studies.kl_penalties import leash_run
+    beta = BETA_STRENGTHS[0]
+    seeds = {leash: np.mean([leash_run(leash, beta=beta, steps=40, seed=s)["pi_correct"][-1] for s in range(20)])
+             for leash in ("k2_loss", "k3_loss")}
+    return (
+        (-_leash_gap(), "the sign is flipped: the reverse leash's fixed point less the forward one's"),
+        (_leash_gap(steps=40), "that is the gap after 40 steps, where the reverse leash's exact path has not settled "
+                               "(0.893 against its 0.932); the box asks the fixed points' gap"),
+        (seeds["k2_loss"] - seeds["k3_loss"], "that is the 20 seeds' gap after 40 steps; the box asks the fixed "
+                                              "points' gap (the exact paths run long, or the closed forms)"),
+        (_leash_gap(1.0), "that is the gap at beta = 1, the chapter's run; the box asks it at beta = 0.25"),
+        (_leash_gap(BETA_STRENGTHS[1]), "that is the gap at beta = 4; the box asks it at beta = 0.25"),
     )
 
 
@@ -471,6 +505,28 @@ def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch19-split (experiment)
+#: The experiment's second completion length: the box asks for the best split there.
+SPLIT_COMPLETION = 16384
+
+
+def _best_split(completion: int = SPLIT_COMPLETION) -> int:
+    """The number of the 16 GPUs that sample in the shortest one-step-off step of a 7B run (``schedule_walls``)."""
+    from ..viz.real_runs import schedule_walls
+    walls = {split: schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)}
+    return min(walls, key=walls.get)
+
+
+def _split_mistakes() -> tuple[tuple[float, str], ...]:
+    best, first = _best_split(), _best_split(4096)
+    return (
+        (first, "that is the best split at 4096 completion tokens; the box asks it at 16384"),
+        (16 - best, "that is the number of training GPUs; the box asks how many of the 16 sample"),
+        (16 - first, "that is the number of training GPUs at 4096 completion tokens; the box asks how many of the "
+                     "16 sample at 16384"),
+    )
+
+
 # ---------------------------------------------------------------- ex-ch19-vllm-share (by hand)
 def _vllm_need(weights: bool = True, working: bool = True, cache: bool = True, prompt: bool = True,
                gib: bool = False, kv_heads: int | None = None, weight_bytes: int = 2) -> float:
@@ -822,6 +878,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-shrink": NumericExercise(
         17, "the group-mean estimate's mean squared error on the one-step toy at G = 8", _shrink_mse, 0.0001,
         _shrink_mistakes()),
+    "ex-ch17-beta": NumericExercise(
+        17, f"the reverse leash's fixed point less the forward one's, pi(5) at beta = {BETA_STRENGTHS[0]}", _leash_gap,
+        1e-3, _leash_gap_mistakes),
     "ex-ch17-sapo-weight": NumericExercise(
         17, f"SAPO's weight -d loss / d ln pi on a token with A = +1 and rho = {SAPO_RATIO}", _sapo_weight, 0.002,
         _sapo_mistakes),
@@ -853,6 +912,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch19-entropy-floor": NumericExercise(
         19, f"the mean token entropy, in 10^-5 nats, below which half the groups are flat (G = {FLOOR_G}, "
             f"T = {FLOOR_T})", _entropy_floor, 0.01, _entropy_floor_mistakes),
+    "ex-ch19-split": NumericExercise(
+        19, f"the number of the 16 GPUs that sample in the shortest one-step-off step at {SPLIT_COMPLETION} completion "
+            "tokens", _best_split, 0.3, _split_mistakes),
     "ex-ch19-vllm-share": NumericExercise(
         19, "the GB that vLLM's engine holds on each GPU for Qwen2.5-7B colocated on 8 GPUs (32 sequences of "
             "512 + 8192 tokens)", _vllm_need, 0.05, _vllm_need_mistakes),

@@ -19,9 +19,25 @@ def _band(ax, curves: np.ndarray, color, label: str, linestyle="-") -> None:
         ax.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
 
 
-def draw_method_curves(fig, curves: dict) -> None:
-    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 21)."""
-    ax = fig.add_subplot(1, 1, 1)
+def widest_from(widths: dict) -> tuple[str, int]:
+    """The method whose band is the widest at the last step, and the first step from which it stays the
+    widest to the end: ``widths`` maps each method to its band's width at every step (chapter 21)."""
+    names = list(widths)
+    table = np.array([widths[name] for name in names])
+    widest = table.argmax(axis=0)
+    last = widest[-1]
+    start = len(widest) - 1
+    while start > 0 and widest[start - 1] == last:
+        start -= 1
+    return names[last], start
+
+
+def draw_method_curves(fig, curves: dict, widths: dict | None = None) -> None:
+    """pi(5) of every method on the toy: mean over seeds with a 10-90% band (chapter 21). With ``widths``
+    ({method: the band's width at every step}), a second panel plots each width against the step from step 1
+    (at step 0 every run is at the start, width 0), on a log scale, so that the narrow late bands can be told
+    apart."""
+    ax = fig.add_subplot(1, 2 if widths else 1, 1)
     styles = ["-", "--", "-", "-.", "-", "-"]
     for j, (name, c) in enumerate(curves.items()):
         color = METHOD_COLORS.get(name, PALETTE["sky"])
@@ -31,4 +47,15 @@ def draw_method_curves(fig, curves: dict) -> None:
     ax.set_ylabel("π(5)")
     ax.set_title("every method raises π(5) on the toy", fontsize=11)
     ax.legend(fontsize=8, loc="lower right")
+    if widths:
+        right = fig.add_subplot(1, 2, 2)
+        for j, (name, c) in enumerate(curves.items()):
+            if name in widths:
+                right.plot(np.arange(1, len(widths[name])), widths[name][1:], color=METHOD_COLORS.get(name, PALETTE["sky"]),
+                           linestyle=styles[j % len(styles)], linewidth=2, label=name)
+        right.set_yscale("log")
+        right.set_xlabel("update step")
+        right.set_ylabel("width of the 10-90% band")
+        name, start = widest_from(widths)
+        right.set_title(f"from step {start} on, {name}'s band is widest", fontsize=10)
     fig.tight_layout()
