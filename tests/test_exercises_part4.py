@@ -415,3 +415,8 @@ def test_the_samples_experiments_result_seed_by_seed():
     assert "reuse's lead alone" in check("ex-ch21-samples", mean5(run_grpo, scale=False) - base)
     assert "scaling's lead alone" in check("ex-ch21-samples", mean5(run_grpo, K=1) - base)
     assert "four times the step" in check("ex-ch21-samples", mean5(run_reinforce_baseline, lr=4.0) - base)
+    assert "sign is flipped" in check("ex-ch21-samples", base - mean5(run_grpo))
+    # a number that is no known slip: an experiment is told to check its runs, not to recompute a formula
+    assert check("ex-ch21-samples", 0.1) == SPECS["ex-ch21-samples"].wrong_message
+    assert "Check your runs" in SPECS["ex-ch21-samples"].wrong_message
+    assert "Recompute it step by step" in SPECS["ex-ch21-k3"].wrong_message

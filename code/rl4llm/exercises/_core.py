@@ -65,6 +65,12 @@ def parse_number(answer) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: What a wrong number that is no known slip is told to do: a by-hand number, and an experiment's result.
+BY_HAND_RETRY = "Recompute it step by step from the chapter's formula."
+EXPERIMENT_RETRY = ("Check your runs against the exercise's settings (the seeds, the steps, the column or step you "
+                    "read) and compute it again.")
+
+
 class NumericExercise:
     """A number to derive by hand: ``value`` within ``tolerance`` (absolute) is right.
 
@@ -73,13 +79,14 @@ class NumericExercise:
     from every other wrong value with another message, so that no answer is both right and a slip, or two
     slips at once. ``value`` and ``mistakes`` may also be given
     as zero-argument functions that compute them: they then run on first use, so that an answer
-    computed with torch does not load torch in the chapters that never use it.
+    computed with torch does not load torch in the chapters that never use it. ``retry`` is what a wrong number
+    that matches no slip is told to do (an experiment's result gets :data:`EXPERIMENT_RETRY`).
     """
 
     @checked(tolerance=positive_real)
     def __init__(self, chapter: int, quantity: str, value: float | Callable[[], float], tolerance: float,
-                 mistakes: tuple[tuple[float, str], ...] | Callable[[], tuple] = ()):
-        self.chapter, self.quantity, self.tolerance = chapter, quantity, tolerance
+                 mistakes: tuple[tuple[float, str], ...] | Callable[[], tuple] = (), retry: str = BY_HAND_RETRY):
+        self.chapter, self.quantity, self.tolerance, self.retry = chapter, quantity, tolerance, retry
         self._value, self._mistakes = value, mistakes
         if not (callable(value) or callable(mistakes)):
             self.mistakes                                  # noqa: B018 (validates now, not on first use)
@@ -114,8 +121,7 @@ class NumericExercise:
 
     @property
     def wrong_message(self) -> str:
-        return (f"{NOT_YET} that is not within ±{self.tolerance:g} of {self.quantity}. Recompute it step "
-                "by step from the chapter's formula.")
+        return f"{NOT_YET} that is not within ±{self.tolerance:g} of {self.quantity}. {self.retry}"
 
     def verdict(self, answer) -> str:
         value = parse_number(answer)

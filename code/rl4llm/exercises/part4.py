@@ -23,7 +23,8 @@ from ..math.gradients import policy_gradient
 from ..math.loss_types import loss_types_with
 from ..toy.five_token import CORRECT, LOGITS
 from ..toy.verifier import ASCII_WHITESPACE, EOS_MARKER, addition_reward
-from ._core import HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+from ._core import (EXPERIMENT_RETRY, HELPERS, NOT_YET, Call, FunctionExercise, NumericExercise, imported_on_call,
+                    toy_and_random)
 
 run_exact_gradient = imported_on_call("studies.method_runs", "run_exact_gradient")   # rl4llm.studies.method_runs imports torch
 
@@ -468,6 +469,7 @@ def _grpo_lead_mistakes() -> tuple[tuple[float, str], ...]:
         (_after_five("larger step") - base, "that is the lead of four times the step, "
                                             "run_reinforce_baseline(lr=4.0); the box asks run_grpo()'s"),
         (_after_five("grpo"), "that is GRPO's mean itself; the box asks its lead over run_reinforce_baseline()"),
+        (-_grpo_lead(), "the sign is flipped: run_grpo()'s mean less run_reinforce_baseline()'s"),
     )
 
 
@@ -540,9 +542,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _k3_mistakes()),
     "ex-ch21-knobs": NumericExercise(
         21, "GRPO's pi(5) after 5 steps with its learning rate doubled, mean over seeds 0-31", _grpo_after_five,
-        5e-4, _knobs_mistakes),
+        5e-4, _knobs_mistakes, retry=EXPERIMENT_RETRY),
     "ex-ch21-samples": NumericExercise(
         21, "GRPO's head start: run_grpo()'s mean pi(5) after 5 steps less run_reinforce_baseline()'s, seeds 0-31",
-        _grpo_lead, 5e-4, _grpo_lead_mistakes),
+        _grpo_lead, 5e-4, _grpo_lead_mistakes, retry=EXPERIMENT_RETRY),
     "run_exact_gradient": _RUN_EXACT_GRADIENT,
 }

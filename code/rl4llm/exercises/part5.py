@@ -28,7 +28,7 @@ from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
 from ..math.pass_at_k import pass_at_k_estimate
 from ..math.step_time import generation_seconds
 from ..studies.kl_penalties import kl_estimators
-from ._core import Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
+from ._core import EXPERIMENT_RETRY, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
 
 
@@ -914,7 +914,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
             f"T = {FLOOR_T})", _entropy_floor, 0.01, _entropy_floor_mistakes),
     "ex-ch19-split": NumericExercise(
         19, f"the number of the 16 GPUs that sample in the shortest one-step-off step at {SPLIT_COMPLETION} completion "
-            "tokens", _best_split, 0.3, _split_mistakes),
+            "tokens", _best_split, 0.3, _split_mistakes, retry=EXPERIMENT_RETRY),
     "ex-ch19-vllm-share": NumericExercise(
         19, "the GB that vLLM's engine holds on each GPU for Qwen2.5-7B colocated on 8 GPUs (32 sequences of "
             "512 + 8192 tokens)", _vllm_need, 0.05, _vllm_need_mistakes),
@@ -940,7 +940,7 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _length_mistakes),
     "ex-ch18-group-mean": NumericExercise(
         18, "how much higher J ends with dynamic sampling than without, on the exact paths with Dr. GRPO's "
-            "advantage", _group_mean_gain, 5e-4, _group_mean_mistakes),
+            "advantage", _group_mean_gain, 5e-4, _group_mean_mistakes, retry=EXPERIMENT_RETRY),
     "pass_at_k_estimate": _PASS_AT_K,
     "ex-ch20-sequence-weight": NumericExercise(
         20, "TRL's sequence_truncate weight of the answer (at TRL's default cap)", _sequence_weight, 0.002,
