@@ -178,10 +178,10 @@ def _sapo_mistakes() -> tuple[tuple[float, str], ...]:
               "smoothly instead of cutting"),
         (1 / math.cosh(u / 2) ** 2, "the factor rho is missing: the chain rule through rho = pi / pi_old gives "
                                     "d rho / d ln pi = rho"),
-        (rho / math.cosh(u) ** 2, "the half is missing: sigma'(u) = sigma(u)(1 - sigma(u)) = sech^2(u / 2) / 4, so "
+        (rho / math.cosh(u) ** 2, "the half is missing: sigma'(u) = sigma(u) (1 - sigma(u)) = sech^2(u / 2) / 4, so "
                                   "the gate is sech^2(tau (rho - 1) / 2)"),
         (rho / math.cosh(u / 2) ** 2 / 4, "the factor 4 / tau of SAPO's loss is missing (the chain rule's tau "
-                                          "cancels its 1 / tau): the weight is 4 sigma(u)(1 - sigma(u)) rho A"),
+                                          "cancels its 1 / tau): the weight is 4 sigma(u) (1 - sigma(u)) rho A"),
         (rho / math.cosh(1.05 * u / 2) ** 2, "that uses sapo_temperature_neg = 1.05; a positive advantage takes "
                                              "sapo_temperature_pos = 1"),
         (-_sapo_weight(), "the sign is flipped: the weight is -d loss / d ln pi, positive for A > 0"),
@@ -512,7 +512,7 @@ SPLIT_COMPLETION = 16384
 
 def _best_split(completion: int = SPLIT_COMPLETION) -> int:
     """The number of the 16 GPUs that sample in the shortest one-step-off step of a 7B run (``schedule_walls``)."""
-    from ..viz.real_runs import schedule_walls
+    from ..studies.run_schedules import schedule_walls
     walls = {split: schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)}
     return min(walls, key=walls.get)
 
@@ -684,9 +684,8 @@ def _holm_mistakes() -> tuple[tuple[float, str], ...]:
 def _chain_moments() -> tuple[float, float]:
     """1 + chi^2 and sum_y pi^4 / pi_old^3 of one token of chapter 18's chain, pi two steps ahead of pi_old."""
     from ..math.distributions import softmax
-    from ..studies.sequence_ratios import chain_sequences
+    from ..studies.sequence_ratios import LEAD_LR, chain_sequences
     from ..toy.five_token import LOGITS
-    from ..viz.sequence_ratios import LEAD_LR
     pi, pi_old = softmax(chain_sequences(1, 2, LEAD_LR).logp[:, 0]), softmax(LOGITS)
     return float(pi @ (pi / pi_old)), float(pi ** 4 @ (1 / pi_old ** 3))
 

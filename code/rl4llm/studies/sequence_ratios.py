@@ -49,6 +49,8 @@ WEIGHTINGS = ("sequence_is", "token", "gspo", "token_clip", "gspo_clip", "cispo"
 TOKEN_EPS, GSPO_EPS, CISPO_MAX = (0.2, 0.2), (3e-4, 4e-4), 1.28
 #: The longest digit chain that the chapter enumerates (5^6 = 15625 answers).
 CHAIN_MAX_EXACT = 6
+#: The chapter's step size for the lead, pi ahead of pi_old by exact steps of this size (chapter 7's exact step).
+LEAD_LR = 0.5
 
 
 @dataclass(frozen=True)

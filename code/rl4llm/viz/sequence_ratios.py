@@ -15,8 +15,8 @@ import numpy as np
 from .. import grpo_toy_run, run_over_seeds
 from ..math.pass_at_k import pass_at_k
 from ..studies.dynamic_sampling import draws_per_kept_group
-from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, TOKEN_EPS, WEIGHTINGS, chain_sequences,
-                                       reweighted_moments)
+from ..studies.sequence_ratios import (CHAIN_MAX_EXACT, CISPO_MAX, GSPO_EPS, LEAD_LR, TOKEN_EPS, WEIGHTINGS,
+                                       chain_sequences, reweighted_moments)
 from .charts import Declared, Slider, bar_chart, grid, line_chart
 from .style import LINE_COLORS
 
@@ -25,9 +25,6 @@ from .style import LINE_COLORS
 LENGTH = Slider("L", "length L (tokens)", 1, CHAIN_MAX_EXACT, 1, CHAIN_MAX_EXACT, fmt="d")
 
 LEAD = Slider("steps", "steps pi is ahead", 0, 4, 1, 2, fmt="d")
-
-#: The chapter's step size for the lead (chapter 7's exact step).
-LEAD_LR = 0.5
 
 #: Each weighting's label on the charts (short enough for a 390 px screen).
 WEIGHTING_LABELS = ("product", "token", "GSPO", "PPO", "GSPO clip", "CISPO")
