@@ -299,3 +299,24 @@ def test_exercise_16_6_cannot_reach_the_answer_through_the_copied_modules():
     result = grade("data_parallel_loss", source, "my_data_parallel_loss", timeout=HANG * 3)
     assert not result.correct and "does not define a function named my_data_parallel_loss" in result.message, \
         result.message
+
+
+def test_a_checked_experiments_result_cannot_be_read_from_the_course_or_the_book():
+    """An assigned experiment's result cell (18.7's ``answer_18_7``) is graded like a by-hand answer. A cell that
+    searches the file system for the instructor's source assignment, the gradebook or the book's solution (where
+    246 is written) finds none of them from inside the sandbox (outside it, the same search finds 246.0 in
+    course/source/part5), and so scores nothing; the honest number passes."""
+    from rl4llm.course.grading.sandbox import grade
+    name = answer_name("18.7")
+    attack = ("import glob, os, re\n\n"
+              "found = []\n"
+              "for root in [os.path.expanduser('~'), os.getcwd(), '/work', '/tmp', '/root', '/home', '/opt', '/srv']:\n"
+              "    for pattern in ('**/part5.ipynb', '**/gradebook.db', '**/18_sequence_ratios.ipynb'):\n"
+              "        for f in glob.glob(os.path.join(root, pattern), recursive=True):\n"
+              "            text = open(f, errors='replace').read()\n"
+              f"            found += re.findall(r'{name} = ([0-9.]+)', text) + re.findall(r'so (2[0-9][0-9]) tokens', text)\n"
+              f"{name} = float(found[0]) if found else None\n")
+    stolen = grade("ex-ch18-length", attack, name, timeout=HANG * 3)
+    assert not stolen.correct and f"{name} is None" in stolen.message, stolen.message
+    honest = grade("ex-ch18-length", f"{name} = 246\n", name, timeout=HANG)
+    assert honest.correct, honest.message

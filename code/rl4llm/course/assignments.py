@@ -224,6 +224,12 @@ def checked_result(e: Exercise) -> bool:
     return kind(e) == "experiment" and isinstance(SPECS.get(e.label), NumericExercise)
 
 
+def _test_cell(check_id: str, defined: str, grade_id: str, points: int) -> dict:
+    """The locked, autograded cell that checks what the student's cell defined (a function, or a number)."""
+    return _cell("code", f'from rl4llm.exercises import assert_correct\n\nassert_correct("{check_id}", {defined})',
+                 _nbgrader("test", f"{grade_id}-check", points=points))
+
+
 def _answer_cell(e: Exercise) -> str:
     """A by-hand exercise's solution cell (or a checked experiment's result cell): the library's answer between
     nbgrader's markers (the source assignment is the instructor's; the release holds nbgrader's stub in their
@@ -287,9 +293,7 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
                                            f"\n\n{handed_out(e.text)}\n\n{graded}", _nbgrader("markdown", f"{grade_id}-text")))
             if checked:
                 cells += [_cell("code", _answer_cell(e), _nbgrader("solution", f"{grade_id}-result")),
-                          _cell("code", f'from rl4llm.exercises import assert_correct\n\n'
-                                        f'assert_correct("{e.label}", {answer_name(e.number)})',
-                                _nbgrader("test", f"{grade_id}-result-check", points=CHECKED_RESULT.points))]
+                          _test_cell(e.label, answer_name(e.number), f"{grade_id}-result", CHECKED_RESULT.points)]
             cells.append(_cell("markdown", f"Grade against the solution of Exercise {e.number} in the book, with the "
                                            "rubric above.", _nbgrader("manual", grade_id, points=manual)))
             continue
@@ -300,9 +304,7 @@ def source_assignment(part: str, chapters: list[Path]) -> dict:
                               f"{handed_out(e.text)}",
                   _nbgrader("markdown", f"{grade_id}-text")),
             _cell("code", _answer_cell(e) if by_hand else e.starter, _nbgrader("solution", grade_id)),
-            _cell("code", f"from rl4llm.exercises import assert_correct\n\n"
-                          f"assert_correct({check_id!r}, {defined})".replace("'", '"'),
-                  _nbgrader("test", f"{grade_id}-check", points=POINTS[e.kind])),
+            _test_cell(check_id, defined, grade_id, POINTS[e.kind]),
         ]
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                          "name": "python3"},
