@@ -9,6 +9,8 @@ faster trainer. This script times, forward and forward + backward, in microsecon
 - ``sdpa``: ``F.scaled_dot_product_attention``, what :class:`rl4llm.llm.model.CausalSelfAttention` calls;
 - ``sdpa math``: the same call restricted to torch's unfused "math" backend;
 - ``by hand``: softmax(q k^T / sqrt(d) + mask) v in three tensor operations;
+- ``library by hand``: :func:`rl4llm.llm.model.attention_by_hand`, what ``FastGRPOTrainer`` runs after a past
+  (one query: a broadcast product summed over the head size, no matrix product);
 - ``shared prefix`` (decoding only): the G rows of a group attend to their prompt's keys once, as one
   (G x d) by (d x P) product per prompt and head, instead of G copies of the prompt's cache (the
   trick behind cascade or "Hydragen" attention for shared prefixes), and to their own completion keys
@@ -16,7 +18,8 @@ faster trainer. This script times, forward and forward + backward, in microsecon
 
 on the shapes of one outer step: the prompts' prefill (32 rows, 6 causal queries), a decoding step
 (256 rows, one query, 6 prompt keys and 1-3 completion keys) and the loss pass's completion block
-(256 rows, 3 queries after a 6-token prompt). Every variant's output is checked against ``sdpa``'s
+(256 rows, 3 queries after a 6-token prompt; and 144 rows, the informative groups' share that
+``FastGRPOTrainer``'s loss pass runs at the speed recipe's start). Every variant's output is checked against ``sdpa``'s
 first. The LAST line printed is the table as one JSON object (this repository's 2-core machine's is
 ``results/attention_kernels_2core_cpu.json``).
 """
@@ -30,6 +33,8 @@ import time
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from rl4llm.llm.model import attention_by_hand
 
 N_PROMPTS, G, HEADS, HEAD_SIZE, PROMPT = 32, 8, 4, 16, 6     # the speed recipe on the chapter's model
 
@@ -98,9 +103,10 @@ def cases():
         k = torch.cat([kp.repeat_interleave(G, dim=0), kc], dim=2)
         v = torch.cat([vp.repeat_interleave(G, dim=0), vc], dim=2)
         yield f"decode: 256 rows x 1 query, {PROMPT + t} keys", q, k, v, ((kp, kc), (vp, vc))
-    q, = leaves((B, HEADS, 3, HEAD_SIZE))
-    k, v = leaves(*[(B, HEADS, PROMPT + 3, HEAD_SIZE)] * 2)
-    yield "loss pass: 256 rows x 3 queries, 9 keys", q, k, v, None
+    for rows in (B, 144):           # every row, or the informative groups' (FastGRPOTrainer's loss pass)
+        q, = leaves((rows, HEADS, 3, HEAD_SIZE))
+        k, v = leaves(*[(rows, HEADS, PROMPT + 3, HEAD_SIZE)] * 2)
+        yield f"loss pass: {rows} rows x 3 queries, 9 keys", q, k, v, None
 
 
 def main():
@@ -112,7 +118,8 @@ def main():
     rows = []
     print(f"{'shape':<42} {'variant':<14} {'forward us':>10} {'fwd+bwd us':>10} {'max |diff|':>10}")
     for name, q, k, v, split in cases():
-        variants = {"sdpa": (sdpa, (q, k, v)), "sdpa math": (sdpa_math, (q, k, v)), "by hand": (by_hand, (q, k, v))}
+        variants = {"sdpa": (sdpa, (q, k, v)), "sdpa math": (sdpa_math, (q, k, v)), "by hand": (by_hand, (q, k, v)),
+                    "library by hand": (attention_by_hand, (q, k, v))}
         if split is not None:
             variants["shared prefix"] = (shared_prefix, (q, *split))
         reference = sdpa(q, k, v).detach()

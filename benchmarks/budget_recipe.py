@@ -2,6 +2,7 @@
 
     python benchmarks/budget_recipe.py [--seeds 0 1 2] [--confirm 3 4 5] [--record PATH]
     python benchmarks/budget_recipe.py --budget 30 [--threads 2] [--seeds 3 4 5]   # the chosen recipe, timed
+    ... [--trainer fast|plain]   # rl4llm.llm.fast_trainer.FastGRPOTrainer (default) or chapter 15's GRPOTrainer
 
 A run's held-out accuracy after S steps does not depend on how fast or how loaded the machine is (the
 trainer is seeded and deterministic at one CPU thread), so the recipe is chosen by steps and timed
@@ -30,10 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 import grpo_vs_trl as bench  # noqa: E402
 from rl4llm.llm.tasks import AdditionTask  # noqa: E402
-from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, torch_threads  # noqa: E402
+from rl4llm.llm.trainer import GRPOConfig, torch_threads  # noqa: E402
 from rl4llm.llm.warmstart import warm_start  # noqa: E402
 
 EVAL_EVERY = 50
+TRAINER = "fast"      # --trainer: a key of grpo_vs_trl.TRAINERS (the runs before 2026-12-04: "plain")
 TARGET = 0.95
 #: name -> the config's fields besides the fixed ones (G = 8 unless set, warmup 20, linear decay to 0 at
 #: ``steps``, std scaling, flat groups kept, no KL measured, one thread).
@@ -83,10 +85,11 @@ def config(fields: dict, seed: int) -> GRPOConfig:
 def run(warm, task, name: str, seed: int) -> dict:
     cfg = config(RECIPES[name], seed)
     before = [round(x, 2) for x in os.getloadavg()]
-    trainer = GRPOTrainer(warm.model, task, cfg)
+    trainer = bench.TRAINERS[TRAINER](warm.model, task, cfg)
     with torch_threads(1):
         trainer.train(progress=False)
-    row = {"recipe": name, **RECIPES[name], "seed": seed, "final_accuracy": trainer.evals["accuracy"][-1],
+    row = {"recipe": name, **RECIPES[name], "seed": seed, "trainer": TRAINER,
+           "final_accuracy": trainer.evals["accuracy"][-1],
            "evals": list(zip(trainer.evals["step"], trainer.evals["accuracy"])),
            "train_seconds": trainer.train_seconds, "ms_per_step": 1000 * trainer.train_seconds / cfg.steps,
            "tokens": int(sum(trainer.metrics["tokens"])), "load_before": before,
@@ -102,9 +105,9 @@ def timed(warm, task, name: str, seed: int, seconds: float, threads: int) -> dic
     excluded) have passed, or at its S steps; held-out accuracy then."""
     cfg = config(RECIPES[name] | {"num_threads": threads}, seed)
     before = [round(x, 2) for x in os.getloadavg()]
-    trainer = GRPOTrainer(warm.model, task, cfg)
+    trainer = bench.TRAINERS[TRAINER](warm.model, task, cfg)
     trainer.train(progress=False, max_seconds=seconds)
-    row = {"recipe": name, "seed": seed, "threads": threads, "budget_seconds": seconds,
+    row = {"recipe": name, "seed": seed, "threads": threads, "trainer": TRAINER, "budget_seconds": seconds,
            "final_accuracy": trainer.evals["accuracy"][-1], "steps": trainer.step_count,
            "train_seconds": trainer.train_seconds, "load_before": before,
            "load_after": [round(x, 2) for x in os.getloadavg()]}
@@ -127,6 +130,7 @@ def table(runs: list) -> dict:
 
 
 def main():
+    global TRAINER
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--confirm", type=int, nargs="*", default=[3, 4, 5])
@@ -135,7 +139,9 @@ def main():
     parser.add_argument("--budget", type=float, help="instead of the sweep: the chosen recipe (or --recipes' first) "
                         "for this many training seconds on --seeds, at --threads")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--trainer", choices=list(bench.TRAINERS), default=TRAINER)
     args = parser.parse_args()
+    TRAINER = args.trainer
     record = json.loads(args.record.read_text()) if args.record.exists() else {"runs": [], "confirm": []}
     record["machine"] = bench.machine()
     task, warm = AdditionTask(seed=0), warm_start()
@@ -145,8 +151,8 @@ def main():
         record.setdefault("budget", []).extend(rows)
         acc = [r["final_accuracy"] for r in rows]
         record.setdefault("budget_summary", []).append(
-            {"recipe": name, "threads": args.threads, "seconds": args.budget, "seeds": args.seeds,
-             "accuracy_median": statistics.median(acc), "accuracy_min": min(acc), "accuracy_max": max(acc),
+            {"recipe": name, "threads": args.threads, "trainer": TRAINER, "seconds": args.budget,
+             "seeds": args.seeds, "accuracy_median": statistics.median(acc), "accuracy_min": min(acc), "accuracy_max": max(acc),
              "steps_median": statistics.median(r["steps"] for r in rows), "written": time.strftime("%Y-%m-%d %H:%M:%S")})
         args.record.write_text(json.dumps(record, indent=1) + "\n")
         print(json.dumps(record["budget_summary"][-1]))

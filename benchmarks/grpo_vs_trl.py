@@ -1,6 +1,7 @@
 """rl4llm's GRPO trainer against TRL's GRPOTrainer, both swept over the same grid, on chapter 15's task.
 
     python benchmarks/grpo_vs_trl.py [--parts sweep best speed profile budget] [--record PATH] [--device cpu]
+                                     [--trainer fast|plain]
 
 Both sides start from the shipped warm start (bitwise the same on every machine), train the same
 tiny GPT-2-shaped model (its weights copied into transformers' GPT2LMHeadModel for TRL) with the
@@ -8,7 +9,10 @@ same verifier, on one CPU thread each, one process at a time, and are measured b
 training wall time per step (sampling, scoring, loss, backward, optimizer), with held-out greedy
 accuracy (500 prompts, never trained on in either order) every ``EVAL_EVERY`` steps outside it.
 Process CPU time is recorded beside wall time, and the load average (``os.getloadavg``) before and
-after every run, because the machine is shared.
+after every run, because the machine is shared. rl4llm's side is
+:class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` (the loss's pass over the informative groups only, attention
+by hand: the plain trainer's update to float rounding); ``--trainer plain`` runs chapter 15's
+:class:`~rl4llm.llm.trainer.GRPOTrainer`, the side of every record written before 2026-12-04.
 
 What is the same on both sides, by construction:
 
@@ -69,6 +73,7 @@ import torch
 from rl4llm.llm.evaluation import greedy_accuracy
 from rl4llm.llm.model import from_gpt2
 from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.fast_trainer import FastGRPOTrainer
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, torch_threads
 from rl4llm.trl.knobs import trl_config_kwargs
 from rl4llm.trl.run import trl_grpo_trainer
@@ -87,6 +92,10 @@ SPEED_RECIPE = {"lr": 3e-4, "prompts_per_step": 32, "loss_type": "dapo"}
 PHASES = ("rollout", "forward_and_loss", "backward", "optimizer", "other")
 DEVICE = "cpu"          # --device sets it
 THREADS = 1
+#: rl4llm's side: the fast trainer (:mod:`rl4llm.llm.fast_trainer`, the default since 2026-12-04) or chapter 15's
+#: plain one (``--trainer plain``; every earlier record's runs).
+TRAINERS = {"fast": FastGRPOTrainer, "plain": GRPOTrainer}
+TRAINER = "fast"
 RECORD = Path(__file__).parent / "results" / "grpo_vs_trl_2core_cpu.json"
 
 
@@ -161,7 +170,7 @@ class StepLog:
 def run_rl4llm(warm, task, config: GRPOConfig, *, steps: int, to_target: bool = True,
                budget: float | None = None) -> dict:
     """Up to ``steps`` steps (stopping at TARGET when ``to_target``, or after ``budget`` seconds)."""
-    trainer, log = GRPOTrainer(warm.model, task, config), StepLog()
+    trainer, log = TRAINERS[TRAINER](warm.model, task, config), StepLog()
     with torch_threads(config.num_threads):
         log.evaluate(0, trainer.evaluate())
         while trainer.step_count < steps:
@@ -299,13 +308,16 @@ def per_step(clock: dict, total: np.ndarray, steps: int) -> dict:
 
 def profile_rl4llm(warm, task, config: GRPOConfig, steps: int, warmup: int = 5) -> dict:
     """Milliseconds per step in each phase, over ``steps`` steps after ``warmup`` steps."""
+    import rl4llm.llm.fast_trainer as fast
     import rl4llm.llm.trainer as module
-    trainer = GRPOTrainer(warm.model, task, config)
+    trainer = TRAINERS[TRAINER](warm.model, task, config)
     clock = {phase: np.zeros(2) for phase in PHASES}
     with torch_threads(config.num_threads):
         for _ in range(warmup):
             trainer.step()
-        targets = {(trainer, "rollout"): "rollout", (module, "completion_logprobs"): "forward_and_loss",
+        # the plain rollout (the fast trainer's runs the loss's forward pass after it: timed as that)
+        targets = {(GRPOTrainer, "rollout"): "rollout", (module, "completion_logprobs"): "forward_and_loss",
+                   (fast, "completion_logprobs"): "forward_and_loss",
                    (module.grpo_loss, "unchecked"): "forward_and_loss", (trainer.optimizer, "step"): "optimizer",
                    (torch.autograd, "backward"): "backward", (torch.nn.utils, "clip_grad_norm_"): "optimizer"}
         with phase_timers(targets, clock):
@@ -631,7 +643,7 @@ def machine() -> dict:
 
 
 def main():
-    global DEVICE, RECORD, SEEDS, THREADS
+    global DEVICE, RECORD, SEEDS, THREADS, TRAINER
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--parts", nargs="+", default=["sweep", "best", "speed", "profile", "budget"],
                         choices=["sweep", "best", "speed", "profile", "trainer-profile", "budget", "budget-sweep"])
@@ -646,13 +658,15 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", type=int, default=THREADS,
                         help="CPU threads a side (the record's runs: 1; write other counts to another --record)")
+    parser.add_argument("--trainer", choices=list(TRAINERS), default=TRAINER,
+                        help="rl4llm's side: the fast trainer or chapter 15's plain one")
     args = parser.parse_args()
-    DEVICE, RECORD, SEEDS, THREADS = args.device, args.record, tuple(args.seeds), args.threads
+    DEVICE, RECORD, SEEDS, THREADS, TRAINER = args.device, args.record, tuple(args.seeds), args.threads, args.trainer
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     record = {"sweep": [], **record, "machine": machine(),
               "constants": {"target": TARGET, "eval_every": EVAL_EVERY, "max_steps": MAX_STEPS,
                             "step_cap": STEP_CAP, "grid": GRID, "seeds": SEEDS, "speed_recipe": SPEED_RECIPE,
-                            "group_size": 8, "warmup_steps": 20}}
+                            "group_size": 8, "warmup_steps": 20, "trainer": TRAINER}}
     task, warm = AdditionTask(seed=0), warm_start()
     print(f"warm start: held-out greedy accuracy {warm.accuracy:.4f}; {uptime()}", flush=True)
     if "sweep" in args.parts:

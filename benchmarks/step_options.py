@@ -17,7 +17,12 @@ machine's load falls on all of them alike:
   dynamic shapes and with ``dynamic=False``; the first steps' compilation time is reported apart;
 - ``two-threads``: the same step on two intra-op threads (a 2-core machine's second core);
 - ``64-prompts``: twice the prompts a step (fewer, larger kernels): tokens a second, not ms a step,
-  is the comparable figure.
+  is the comparable figure;
+- ``by-hand-attention``: the plain trainer with :func:`rl4llm.llm.model.attention_by_hand` for decoding and
+  for the loss's completion block (prompts keep the fused causal kernel);
+- ``flat-skip``: :class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` with the fused kernel back: sampling without
+  gradients, then the loss's forward and backward over the informative groups only;
+- ``fast``: :class:`~rl4llm.llm.fast_trainer.FastGRPOTrainer` as it is, both changes.
 
 Each process runs ``--warmup`` steps (compilation included), then ``--steps`` timed steps, and reports
 the median step, sampled tokens a second and the first steps' seconds. The LAST line printed is the
@@ -34,7 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts")
+OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts", "by-hand-attention",
+           "flat-skip", "fast")
 RECORD = Path(__file__).parent / "results" / "step_options_2core_cpu.json"
 
 
@@ -44,6 +50,7 @@ def measure(option: str, steps: int, warmup: int, device: str = "cpu") -> dict:
 
     sys.path.insert(0, str(Path(__file__).parent))
     import grpo_vs_trl as bench
+    from rl4llm.llm.fast_trainer import FastGRPOTrainer
     from rl4llm.llm.tasks import AdditionTask
     from rl4llm.llm.trainer import GRPOTrainer, torch_threads
     from rl4llm.llm.warmstart import warm_start
@@ -53,7 +60,11 @@ def measure(option: str, steps: int, warmup: int, device: str = "cpu") -> dict:
     config = bench.recipe(**cell, seed=0)
     if option == "batched-loss":
         GRPOTrainer.reuses_sampling_pass = property(lambda self: False)
-    trainer = GRPOTrainer(warm_start().model, AdditionTask(seed=0), config)
+    kind = FastGRPOTrainer if option in ("flat-skip", "fast") else GRPOTrainer
+    trainer = kind(warm_start().model, AdditionTask(seed=0), config)
+    if option in ("by-hand-attention", "flat-skip"):
+        for model in (trainer.policy, trainer.reference):
+            model.use_attention_kernel("by_hand" if option == "by-hand-attention" else "fused")
     if option.startswith("compile"):
         trainer.policy.forward = torch.compile(trainer.policy.forward, dynamic=None if option == "compile" else False)
     threads = 2 if option == "two-threads" else 1

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from rl4llm.llm.model import GPT, GPTConfig, completion_logprobs, sample
+from rl4llm.llm.fast_trainer import FastGRPOTrainer
+from rl4llm.llm.entropy import EntropyControl
+from rl4llm.llm.kl_placement import KLInReward
+from rl4llm.llm.model import ATTENTION_KERNELS, GPT, GPTConfig, completion_logprobs, sample
 from rl4llm.llm.samplers import PolicySampler, RolloutEngineSampler
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.trainer import GRPOConfig, GRPOTrainer, lr_factor, prompt_indices
@@ -30,10 +33,11 @@ def attention_by_the_formula(q, k, v):
     return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v
 
 
-@pytest.mark.parametrize("t_past, T", [(0, 10), (6, 1), (6, 3)])
-def test_fused_attention_is_the_formula_with_and_without_a_past(t_past, T):
+@pytest.mark.parametrize("kernel", ATTENTION_KERNELS)
+@pytest.mark.parametrize("t_past, T", [(0, 10), (0, 1), (6, 1), (6, 3)])
+def test_each_attention_kernel_is_the_formula_with_and_without_a_past(t_past, T, kernel):
     torch.manual_seed(0)
-    model = GPT(GPTConfig())
+    model = GPT(GPTConfig()).use_attention_kernel(kernel)
     attn, x = model.h[0].attn, torch.randn(4, t_past + T, 64)
     _, cache = attn(x[:, :t_past], None) if t_past else (None, None)
     y, cache = attn(x[:, t_past:], cache)
@@ -95,6 +99,85 @@ def test_a_step_that_reuses_the_sampling_pass_takes_the_gradient_of_a_second_pas
     assert reused["ratio"] == 1.0 and reused["clip_ratio/region_mean"] == 0.0
     assert reused["loss"] == pytest.approx(second["loss"], abs=1e-6)
     torch.testing.assert_close(by_sampling, by_second_pass, rtol=1e-4, atol=1e-5 * by_second_pass.abs().max().item())
+
+
+def test_an_attention_kernel_outside_the_list_is_refused():
+    with pytest.raises(ValueError, match=r"kernel must be one of \('fused', 'by_hand'\), got 'flash'"):
+        GPT(GPTConfig()).use_attention_kernel("flash")
+
+
+def test_the_sampler_records_the_entropy_with_or_without_a_graph(warm):
+    prompts = torch.as_tensor(TASK.train_prompt_ids[:8])
+    draws = [sample(warm.model, prompts, group_size=4, max_new_tokens=4, eos_id=TOK.eos_id, pad_id=TOK.pad_id,
+                    generator=torch.Generator().manual_seed(3), keep_graph=keep) for keep in (False, True)]
+    _, entropy = completion_logprobs(warm.model, draws[0].tokens, draws[0].prompt_len, 1.0, 4)
+    for draw in draws:
+        torch.testing.assert_close(draw.entropy * draw.mask, entropy * draw.mask, rtol=0, atol=1e-5)
+
+
+def fast_and_plain(warm, **overrides):
+    return {kind: small(warm, **overrides) if kind == "plain" else
+            FastGRPOTrainer(warm.model, TASK, small(warm, **overrides).config) for kind in ("plain", "fast")}
+
+
+def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm):
+    """Its first inner step: the same loss, metrics and gradient, though the flat groups had no backward pass."""
+    out = {}
+    for kind, trainer in fast_and_plain(warm, log_kl=True).items():
+        trainer.optimizer.step = lambda: None                 # keep the gradient of the first inner step
+        batch = trainer.rollout()
+        stats = trainer.inner_step(batch, 0)
+        out[kind] = batch, stats, torch.cat([p.grad.flatten() for p in trainer.policy.parameters()])
+    (plain_batch, plain, plain_grad), (fast_batch, fast, fast_grad) = out["plain"], out["fast"]
+    assert torch.equal(plain_batch.tokens, fast_batch.tokens)
+    assert 0 < int(fast_batch.informative.sum()) < len(fast_batch.tokens)          # some groups flat, some not
+    for key in ("loss", "grad_norm", "entropy", "kl", "ratio", "clip_ratio/region_mean"):
+        assert fast[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key
+    torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-5 * plain_grad.abs().max().item())
+
+
+def test_the_fast_trainers_run_follows_the_plain_one(warm):
+    runs = fast_and_plain(warm, steps=4)
+    for trainer in runs.values():
+        trainer.train(progress=False)
+    plain, fast = runs["plain"], runs["fast"]
+    assert fast.metrics["tokens"] == plain.metrics["tokens"] and fast.metrics["reward"] == plain.metrics["reward"]
+    np.testing.assert_allclose(fast.metrics["loss"], plain.metrics["loss"], rtol=1e-4, atol=1e-7)
+    # Adam divides each gradient by its own running scale, so a component whose gradient is rounding-sized moves
+    # by up to lr either way: the runs agree as updates, not entry by entry
+    def update(trainer):
+        return torch.cat([(p - q).detach().flatten() for p, q in zip(trainer.policy.parameters(),
+                                                                     warm.model.parameters())])
+    assert float((update(fast) - update(plain)).norm() / update(plain).norm()) < 0.01      # 0.0032 here
+
+
+def test_a_step_with_only_flat_groups_still_takes_adamws_step(warm, monkeypatch):
+    monkeypatch.setattr(AdditionTask, "rewards", lambda self, pairs, ids: np.zeros(len(ids)))
+    runs = fast_and_plain(warm, steps=2, warmup_steps=0)
+    for trainer in runs.values():
+        trainer.train(progress=False)
+    assert runs["fast"].metrics["grad_norm"] == runs["plain"].metrics["grad_norm"] == [0.0, 0.0]
+    for p, q in zip(runs["fast"].policy.parameters(), runs["plain"].policy.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    ({"inner_steps": 2}, r"config.inner_steps must be 1 .* got 2"),
+    ({"beta": 0.04, "log_kl": True}, r"config.beta must be 0 with the KL in the loss .* got 0.04"),
+    ({"sampler": RolloutEngineSampler(precision="float32", staleness=1)}, r"sampler must be PolicySampler\(\)"),
+    ({"entropy": EntropyControl(coef=0.01)}, r"entropy must be EntropyControl\(\) without a bonus")])
+def test_the_fast_trainer_refuses_a_run_whose_flat_rows_have_a_gradient(warm, overrides, match):
+    strategies = {k: overrides.pop(k) for k in ("sampler", "entropy") if k in overrides}
+    config = small(warm, **overrides).config
+    with pytest.raises(ValueError, match=match):
+        FastGRPOTrainer(warm.model, TASK, config, **strategies)
+
+
+def test_the_fast_trainer_takes_the_kl_in_the_reward_and_attends_by_hand(warm):
+    trainer = FastGRPOTrainer(warm.model, TASK, small(warm, beta=0.04).config, kl=KLInReward())
+    assert {block.attn.kernel for model in (trainer.policy, trainer.reference) for block in model.h} == {"by_hand"}
+    assert {block.attn.kernel for block in warm.model.h} == {"fused"}        # the caller's model is left as it was
+    trainer.step()
 
 
 def test_the_optimizer_is_torchs_fused_adamw(warm):

@@ -57,6 +57,7 @@ _LAZY = {
     "llm.evaluation": ("greedy_accuracy",),
     "llm.portability": ("print_claims",),
     "llm.trainer": ("Batch", "GRPOConfig", "GRPOTrainer", "compare_over_seeds", "resolve_device", "torch_threads"),
+    "llm.fast_trainer": ("FastGRPOTrainer",),
     "llm.kl_placement": ("KLInLoss", "KLInReward"),
     "llm.ratios": ("ImportanceRatio",),
     "llm.entropy": ("EntropyControl",),

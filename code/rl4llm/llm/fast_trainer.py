@@ -1,0 +1,85 @@
+"""Chapter 15's trainer at its fastest on a CPU (the speed record of issue 36): the same GRPO step, with two
+changes that only speed needs. The update is the plain trainer's, to float rounding.
+
+1. **The backward pass skips the flat groups.** A flat group (its G rewards all equal) has advantage 0 on
+   every row. Every loss type's per-token term is then 0 whatever the ratio (``-min(rho A, clip(rho) A)``,
+   CISPO's and VESPO's ``-sg(w) A log pi``, SAPO's gate times A), so with no KL in the loss (beta = 0, or
+   the KL in the reward) and no entropy knob those rows add exactly 0 to the gradient. Chapter 15's trainer
+   at K = 1 differentiates the sampling pass itself, whose graph holds every row. This one samples without
+   a graph (caches written in place), then runs one forward and backward pass over the informative groups
+   only (:func:`rl4llm.llm.model.completion_logprobs`). The flat rows still enter the loss, with their
+   sampled log-probs, detached: the loss, its normalisers (``dapo``'s token count, ``grpo``'s answer count)
+   and every logged metric are the plain step's.
+2. **Attention by hand** (:func:`rl4llm.llm.model.attention_by_hand`): the same arithmetic as torch's fused
+   kernel, which costs more on a CPU at this model's sizes.
+
+Chapter 15 shows and runs the plain loop; ``benchmarks/step_options.py`` measures each change alone and both
+together, and ``benchmarks/grpo_vs_trl.py`` races this trainer against TRL.
+"""
+from __future__ import annotations
+
+import torch
+
+from .._checks import checked
+from .entropy import EntropyControl
+from .kl_placement import KLInLoss
+from .model import completion_logprobs
+from .ratios import ImportanceRatio
+from .samplers import PolicySampler
+from .trainer import Batch, GRPOConfig, GRPOTrainer
+
+
+def flat_rows_get_no_gradient(args):
+    """Relation: in this run a flat group's rows add nothing to the gradient, and one pass serves the loss. So
+    ``config.inner_steps`` is 1 (at K > 1 a flat row's ratio moves, which the logged mean ratio counts), no KL
+    in the loss (``config.beta`` 0, or ``kl=KLInReward()``), the policy samples (``PolicySampler()``: a rollout
+    engine's batch is rescored by the trainer anyway) and ``entropy`` has no bonus and no per-token method
+    (they reach flat rows' tokens)."""
+    cfg = args["config"] if args["config"] is not None else GRPOConfig()
+    entropy = args["entropy"]
+    refusals = {"config.inner_steps": (cfg.inner_steps != 1, "1", cfg.inner_steps),
+                "config.beta": (cfg.beta > 0 and isinstance(args["kl"], KLInLoss), "0 with the KL in the loss",
+                                cfg.beta),
+                "sampler": (not isinstance(args["sampler"], PolicySampler), "PolicySampler()", args["sampler"]),
+                "entropy": (entropy.bonus or entropy.per_token, "EntropyControl() without a bonus or a per-token "
+                            "method", entropy)}
+    for name, (refused, needs, got) in refusals.items():
+        if refused:
+            raise ValueError(f"{name} must be {needs} for FastGRPOTrainer (a flat group's rows must get no gradient), "
+                             f"got {got!r}")
+
+
+class FastGRPOTrainer(GRPOTrainer):
+    """:class:`~rl4llm.llm.trainer.GRPOTrainer` with its loss pass over the informative groups only and attention
+    by hand (this module's two changes). It takes the same arguments and refuses, with ValueError, a run in
+    which a flat group's rows have a gradient or the loss needs a second pass anyway
+    (:func:`flat_rows_get_no_gradient`)."""
+
+    @checked(flat_rows_get_no_gradient)
+    def __init__(self, policy, task, config: GRPOConfig | None = None, *, kl=KLInLoss(), ratio=ImportanceRatio(),
+                 sampler=PolicySampler(), entropy=EntropyControl()):
+        super().__init__(policy, task, config, kl=kl, ratio=ratio, sampler=sampler, entropy=entropy)
+        for model in (self.policy, self.reference):
+            model.use_attention_kernel("by_hand")
+
+    @property
+    def reuses_sampling_pass(self) -> bool:
+        """Never: the sampler runs without a graph and :meth:`rollout` runs the loss's pass."""
+        return False
+
+    def rollout(self, refill: int = 0) -> Batch:
+        """The plain rollout, then the loss's forward pass over the informative groups: ``rollout.loss_logp``
+        holds their log-probs with the graph and every other row's sampled log-probs, detached; the plain
+        step's :meth:`inner_step` takes it as it takes the sampling pass's. A step with no informative group
+        still takes AdamW's step on a zero gradient, as the plain trainer does: one flat group then makes
+        the pass."""
+        batch = super().rollout(refill)
+        if self.config.drop_zero_variance:          # the plain trainer's own second pass over the kept rows
+            return batch
+        r, G = batch.rollout, self.config.group_size
+        rows = batch.informative.nonzero()[:, 0]
+        if not len(rows):
+            rows = torch.arange(G, device=r.tokens.device)
+        logp, _ = completion_logprobs(self.policy, r.tokens[rows], r.prompt_len, self.config.temperature, G)
+        r.loss_logp = r.logp.index_put((rows,), logp)
+        return batch
