@@ -9,8 +9,9 @@ faster trainer. This script times, forward and forward + backward, in microsecon
 - ``sdpa``: ``F.scaled_dot_product_attention``, what :class:`rl4llm.llm.model.CausalSelfAttention` calls;
 - ``sdpa math``: the same call restricted to torch's unfused "math" backend;
 - ``by hand``: softmax(q k^T / sqrt(d) + mask) v in three tensor operations;
-- ``library by hand``: :func:`rl4llm.llm.model.attention_by_hand`, what ``FastGRPOTrainer`` runs after a past
-  (one query: a broadcast product summed over the head size, no matrix product);
+- ``broadcast`` (decoding only): one query as a broadcast product summed over the head size, no matrix
+  product at all (faster than ``sdpa`` here, alone, yet the trainer's step with it was no faster:
+  ``results/speed_record_2core_cpu.md``);
 - ``shared prefix`` (decoding only): the G rows of a group attend to their prompt's keys once, as one
   (G x d) by (d x P) product per prompt and head, instead of G copies of the prompt's cache (the
   trick behind cascade or "Hydragen" attention for shared prefixes), and to their own completion keys
@@ -18,7 +19,7 @@ faster trainer. This script times, forward and forward + backward, in microsecon
 
 on the shapes of one outer step: the prompts' prefill (32 rows, 6 causal queries), a decoding step
 (256 rows, one query, 6 prompt keys and 1-3 completion keys) and the loss pass's completion block
-(256 rows, 3 queries after a 6-token prompt; and 144 rows, the informative groups' share that
+(256 rows, 3 queries after a 6-token prompt; and 144 rows, about the informative groups' share that
 ``FastGRPOTrainer``'s loss pass runs at the speed recipe's start). Every variant's output is checked against ``sdpa``'s
 first. The LAST line printed is the table as one JSON object (this repository's 2-core machine's is
 ``results/attention_kernels_2core_cpu.json``).
@@ -33,8 +34,6 @@ import time
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-
-from rl4llm.llm.model import attention_by_hand
 
 N_PROMPTS, G, HEADS, HEAD_SIZE, PROMPT = 32, 8, 4, 16, 6     # the speed recipe on the chapter's model
 
@@ -59,6 +58,12 @@ def by_hand(q, k, v):
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
     return scores.softmax(dim=-1) @ v
+
+
+def broadcast(q, k, v):
+    """One query: softmax over the keys of (q * k) summed over the head size, then the weighted sum of the values."""
+    weights = ((q * k).sum(dim=-1, keepdim=True) / math.sqrt(q.shape[-1])).softmax(dim=2)     # (B, nh, L, 1)
+    return (weights * v).sum(dim=2, keepdim=True)
 
 
 def shared_prefix(q, k, v):
@@ -118,9 +123,9 @@ def main():
     rows = []
     print(f"{'shape':<42} {'variant':<14} {'forward us':>10} {'fwd+bwd us':>10} {'max |diff|':>10}")
     for name, q, k, v, split in cases():
-        variants = {"sdpa": (sdpa, (q, k, v)), "sdpa math": (sdpa_math, (q, k, v)), "by hand": (by_hand, (q, k, v)),
-                    "library by hand": (attention_by_hand, (q, k, v))}
+        variants = {"sdpa": (sdpa, (q, k, v)), "sdpa math": (sdpa_math, (q, k, v)), "by hand": (by_hand, (q, k, v))}
         if split is not None:
+            variants["broadcast"] = (broadcast, (q, k, v))
             variants["shared prefix"] = (shared_prefix, (q, *split))
         reference = sdpa(q, k, v).detach()
         for variant, (fn, inputs) in variants.items():

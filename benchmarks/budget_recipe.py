@@ -53,6 +53,8 @@ RECIPES = {
     "dapo lr 1.5e-3 32x8 S=1000": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 1000},
     "dapo lr 1e-3 32x8 S=1000": {"lr": 1e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 1000},
     "dapo lr 1.5e-3 32x8 S=1400": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 1400},
+    "dapo lr 1e-3 32x8 S=1400": {"lr": 1e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 1400},
+    "dapo lr 1.2e-3 32x8 S=1400": {"lr": 1.2e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 1400},
     "dapo lr 1.5e-3 32x8 drop S=700": {"lr": 1.5e-3, "prompts_per_step": 32, "loss_type": "dapo", "steps": 700,
                                        "drop_zero_variance": True},
     "dapo lr 2e-3 16x8 S=1200": {"lr": 2e-3, "prompts_per_step": 16, "loss_type": "dapo", "steps": 1200},

@@ -1,6 +1,7 @@
 """How far one trainer step is from this CPU's limits (issue 36): the arithmetic floor and the dispatch floor.
 
     python benchmarks/step_floor.py [--steps 20] [--record benchmarks/results/step_floor_2core_cpu.json]
+                                    [--trainer fast|plain]   # FastGRPOTrainer (default) or chapter 15's
 
 At ``grpo_vs_trl.py``'s speed recipe (32 prompts x G = 8, dapo, one CPU thread), after 5 warm-up steps:
 
@@ -46,8 +47,9 @@ MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
 PEAK_SIZE = 512
 
 
-def trainer():
-    return GRPOTrainer(warm_start().model, AdditionTask(seed=0), bench.recipe(**bench.SPEED_RECIPE, seed=0))
+def trainer(kind: str = "fast") -> GRPOTrainer:
+    """``grpo_vs_trl.TRAINERS[kind]`` at the speed recipe (the records before 2026-12-04: ``"plain"``)."""
+    return bench.TRAINERS[kind](warm_start().model, AdditionTask(seed=0), bench.recipe(**bench.SPEED_RECIPE, seed=0))
 
 
 def seconds_per_call(fn, min_seconds: float = 0.2) -> float:
@@ -141,9 +143,10 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dispatch-calls", type=int, default=10_000)
     parser.add_argument("--record", type=Path, default=RECORD)
+    parser.add_argument("--trainer", choices=list(bench.TRAINERS), default="fast")
     args = parser.parse_args()
     with torch_threads(1):
-        t = trainer()
+        t = trainer(args.trainer)
         for _ in range(5):
             t.step()
         step = step_times(t, args.steps)
@@ -166,7 +169,7 @@ def main():
               "arithmetic_at_the_step_shapes_ms": 1000 * at_shapes,
               "dispatch_ms": 1000 * top_level * per_call}
     floors["both_ms"] = floors["arithmetic_at_the_step_shapes_ms"] + floors["dispatch_ms"]
-    record = {"machine": machine(), "recipe": bench.SPEED_RECIPE, "step": step,
+    record = {"machine": machine(), "recipe": bench.SPEED_RECIPE, "trainer": args.trainer, "step": step,
               "flops_per_step": flops, "peak_gflops_single_thread": peak / 1e9,
               "matmul": {"flops_per_step": matmul_flops, "ms_per_step_alone": 1000 * matmul_seconds,
                          "gflops_at_the_step_shapes": matmul_flops / matmul_seconds / 1e9, "kernels": kernels},

@@ -1,6 +1,6 @@
 """Where one outer step of the trainer spends its time, operator by operator (torch's profiler).
 
-    python benchmarks/step_ops.py [--steps 10] [--rows 25]
+    python benchmarks/step_ops.py [--steps 10] [--rows 25] [--trainer fast|plain]
 
 The speed recipe of ``grpo_vs_trl.py`` (32 prompts x G = 8, dapo, one CPU thread), 5 steps to warm
 up, then ``--steps`` steps under ``torch.profiler``: each operator's own CPU time (children
@@ -19,7 +19,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).parent))
 import grpo_vs_trl as bench  # noqa: E402
 from rl4llm.llm.tasks import AdditionTask  # noqa: E402
-from rl4llm.llm.trainer import GRPOTrainer, torch_threads  # noqa: E402
+from rl4llm.llm.trainer import torch_threads  # noqa: E402
 from rl4llm.llm.warmstart import warm_start  # noqa: E402
 
 
@@ -27,8 +27,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rows", type=int, default=25)
+    parser.add_argument("--trainer", choices=list(bench.TRAINERS), default="fast",
+                        help="FastGRPOTrainer, or chapter 15's plain GRPOTrainer (the records before 2026-12-04)")
     args = parser.parse_args()
-    trainer = GRPOTrainer(warm_start().model, AdditionTask(seed=0), bench.recipe(**bench.SPEED_RECIPE, seed=0))
+    trainer = bench.TRAINERS[args.trainer](warm_start().model, AdditionTask(seed=0),
+                                           bench.recipe(**bench.SPEED_RECIPE, seed=0))
     with torch_threads(1):
         for _ in range(5):
             trainer.step()

@@ -18,11 +18,8 @@ machine's load falls on all of them alike:
 - ``two-threads``: the same step on two intra-op threads (a 2-core machine's second core);
 - ``64-prompts``: twice the prompts a step (fewer, larger kernels): tokens a second, not ms a step,
   is the comparable figure;
-- ``by-hand-attention``: the plain trainer with :func:`rl4llm.llm.model.attention_by_hand` for decoding and
-  for the loss's completion block (prompts keep the fused causal kernel);
-- ``flat-skip``: :class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` with the fused kernel back: sampling without
-  gradients, then the loss's forward and backward over the informative groups only;
-- ``fast``: :class:`~rl4llm.llm.fast_trainer.FastGRPOTrainer` as it is, both changes.
+- ``flat-skip``: :class:`rl4llm.llm.fast_trainer.FastGRPOTrainer`: sampling without gradients, then the loss's
+  forward and backward over the informative groups only.
 
 Each process runs ``--warmup`` steps (compilation included), then ``--steps`` timed steps, and reports
 the median step, sampled tokens a second and the first steps' seconds. The LAST line printed is the
@@ -39,8 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts", "by-hand-attention",
-           "flat-skip", "fast")
+OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts", "flat-skip")
 RECORD = Path(__file__).parent / "results" / "step_options_2core_cpu.json"
 
 
@@ -60,11 +56,7 @@ def measure(option: str, steps: int, warmup: int, device: str = "cpu") -> dict:
     config = bench.recipe(**cell, seed=0)
     if option == "batched-loss":
         GRPOTrainer.reuses_sampling_pass = property(lambda self: False)
-    kind = FastGRPOTrainer if option in ("flat-skip", "fast") else GRPOTrainer
-    trainer = kind(warm_start().model, AdditionTask(seed=0), config)
-    if option in ("by-hand-attention", "flat-skip"):
-        for model in (trainer.policy, trainer.reference):
-            model.use_attention_kernel("by_hand" if option == "by-hand-attention" else "fused")
+    trainer = (FastGRPOTrainer if option == "flat-skip" else GRPOTrainer)(warm_start().model, AdditionTask(seed=0), config)
     if option.startswith("compile"):
         trainer.policy.forward = torch.compile(trainer.policy.forward, dynamic=None if option == "compile" else False)
     threads = 2 if option == "two-threads" else 1

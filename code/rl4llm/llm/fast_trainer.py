@@ -1,20 +1,19 @@
-"""Chapter 15's trainer at its fastest on a CPU (the speed record of issue 36): the same GRPO step, with two
-changes that only speed needs. The update is the plain trainer's, to float rounding.
+"""Chapter 15's trainer at its fastest on a CPU (the speed record of issue 36): the same GRPO step, with one
+change that only speed needs. The update is the plain trainer's, to float rounding.
 
-1. **The backward pass skips the flat groups.** A flat group (its G rewards all equal) has advantage 0 on
-   every row. Every loss type's per-token term is then 0 whatever the ratio (``-min(rho A, clip(rho) A)``,
-   CISPO's and VESPO's ``-sg(w) A log pi``, SAPO's gate times A), so with no KL in the loss (beta = 0, or
-   the KL in the reward) and no entropy knob those rows add exactly 0 to the gradient. Chapter 15's trainer
-   at K = 1 differentiates the sampling pass itself, whose graph holds every row. This one samples without
-   a graph (caches written in place), then runs one forward and backward pass over the informative groups
-   only (:func:`rl4llm.llm.model.completion_logprobs`). The flat rows still enter the loss, with their
-   sampled log-probs, detached: the loss, its normalisers (``dapo``'s token count, ``grpo``'s answer count)
-   and every logged metric are the plain step's.
-2. **Attention by hand** (:func:`rl4llm.llm.model.attention_by_hand`): the same arithmetic as torch's fused
-   kernel, which costs more on a CPU at this model's sizes.
+**The backward pass skips the flat groups.** A flat group (its G rewards all equal) has advantage 0 on every
+row. Every loss type's per-token term is then 0 whatever the ratio (``-min(rho A, clip(rho) A)``, CISPO's and
+VESPO's ``-sg(w) A log pi``, SAPO's gate times A), so with no KL in the loss (beta = 0, or the KL in the
+reward) and no entropy knob those rows add exactly 0 to the gradient. Chapter 15's trainer at K = 1
+differentiates the sampling pass itself, whose graph holds every row. This one samples without a graph
+(caches written in place), then runs one forward and backward pass over the informative groups only
+(:func:`rl4llm.llm.model.completion_logprobs`). The flat rows still enter the loss, with their sampled
+log-probs, detached: the loss, its normalisers (``dapo``'s token count, ``grpo``'s answer count) and every
+logged metric are the plain step's. The fewer informative groups, the more it saves: late in a run, when most
+groups are all right, a step costs about the sampling alone.
 
-Chapter 15 shows and runs the plain loop; ``benchmarks/step_options.py`` measures each change alone and both
-together, and ``benchmarks/grpo_vs_trl.py`` races this trainer against TRL.
+Chapter 15 shows and runs the plain loop; ``benchmarks/step_options.py`` measures this change against it, and
+``benchmarks/grpo_vs_trl.py`` and ``benchmarks/budget_recipe.py`` race this trainer.
 """
 from __future__ import annotations
 
@@ -50,17 +49,14 @@ def flat_rows_get_no_gradient(args):
 
 
 class FastGRPOTrainer(GRPOTrainer):
-    """:class:`~rl4llm.llm.trainer.GRPOTrainer` with its loss pass over the informative groups only and attention
-    by hand (this module's two changes). It takes the same arguments and refuses, with ValueError, a run in
-    which a flat group's rows have a gradient or the loss needs a second pass anyway
-    (:func:`flat_rows_get_no_gradient`)."""
+    """:class:`~rl4llm.llm.trainer.GRPOTrainer` with its loss pass over the informative groups only (this module's
+    change). It takes the same arguments and refuses, with ValueError, a run in which a flat group's rows have a
+    gradient or the loss needs a second pass anyway (:func:`flat_rows_get_no_gradient`)."""
 
     @checked(flat_rows_get_no_gradient)
     def __init__(self, policy, task, config: GRPOConfig | None = None, *, kl=KLInLoss(), ratio=ImportanceRatio(),
                  sampler=PolicySampler(), entropy=EntropyControl()):
         super().__init__(policy, task, config, kl=kl, ratio=ratio, sampler=sampler, entropy=entropy)
-        for model in (self.policy, self.reference):
-            model.use_attention_kernel("by_hand")
 
     @property
     def reuses_sampling_pass(self) -> bool:

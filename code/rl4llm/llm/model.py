@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .._checks import at_least, check_fields, checked, flag, in_range, one_of
+from .._checks import at_least, check_fields, checked, flag, in_range
 from .kv_cache import ConcatCache, LayerCache
 from .tasks import BLOCK_SIZE, VOCAB
 
@@ -53,32 +53,7 @@ def _heads_split_the_width(sizes):
         raise ValueError(f"n_embd must be a multiple of n_head={sizes['n_head']}, got {sizes['n_embd']}")
 
 
-#: The attention kernels :class:`CausalSelfAttention` can run: torch's fused kernel (the default) or
-#: :func:`attention_by_hand` (speed only, :mod:`rl4llm.llm.fast_trainer`).
-ATTENTION_KERNELS = ("fused", "by_hand")
-
-
-def attention_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(hs)) v, query i of T (the last T of the keys' L positions) seeing keys 0 .. L - T + i
-    (chapter 15), in plain tensor operations: one query as a broadcast product summed over the head size (no
-    matrix product), several as two batched matrix products around a masked softmax. The same arithmetic as
-    torch's fused kernel, which on a CPU costs more for new tokens after a past at the trainer's tiny sizes
-    (1-3 queries, 6-10 keys, head size 16; ``benchmarks/attention_kernels.py``); a prompt's causal pass keeps
-    the fused kernel, which is faster there. q (B, nh, T, hs); k, v (B, nh, L, hs)."""
-    T, L = q.shape[2], k.shape[2]
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    if T == 1:                                   # one new token sees every key
-        weights = torch.softmax((q * k).sum(dim=-1, keepdim=True) * scale, dim=2)   # (B, nh, L, 1)
-        return (weights * v).sum(dim=2, keepdim=True)                                # (B, nh, 1, hs)
-    scores = q @ k.transpose(-2, -1) * scale                                         # (B, nh, T, L)
-    allowed = torch.ones(T, L, dtype=torch.bool, device=q.device).tril(diagonal=L - T)
-    return torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1) @ v
-
-
 class CausalSelfAttention(nn.Module):
-    #: Which kernel computes attention (:data:`ATTENTION_KERNELS`); set by :meth:`GPT.use_attention_kernel`.
-    kernel = "fused"
-
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.n_head = config.n_head
@@ -95,15 +70,13 @@ class CausalSelfAttention(nn.Module):
             cache.extend(k, v)
         k, v = cache.keys, cache.values                                    # (B, nh, T_past + T, hs)
         t_past = k.shape[2] - T
-        # softmax(q k^T / sqrt(hs)) v: query i (absolute position t_past + i) may see keys 0 .. t_past + i.
-        # Without a past that is the causal mask itself (torch's fused kernel); after one, new tokens run in
-        # the fused kernel or, with kernel "by_hand", in attention_by_hand (one new token sees every key)
-        if t_past == 0 and T > 1:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)    # (B, nh, T, hs)
-        elif self.kernel == "by_hand":
-            y = attention_by_hand(q, k, v)
-        elif T == 1:
-            y = F.scaled_dot_product_attention(q, k, v)
+        # softmax(q k^T / sqrt(hs)) v, in torch's fused kernel: query i (absolute position t_past + i)
+        # may see keys 0 .. t_past + i; one new token sees every key, and without a past that is the
+        # causal mask itself
+        if T == 1:
+            y = F.scaled_dot_product_attention(q, k, v)                    # (B, nh, T, hs)
+        elif t_past == 0:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             allowed = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=t_past)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
@@ -156,14 +129,6 @@ class GPT(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear):
             nn.init.zeros_(module.bias)
-
-    @checked(kernel=one_of(ATTENTION_KERNELS))
-    def use_attention_kernel(self, kernel: str) -> "GPT":
-        """Compute attention with ``kernel`` in every block (:data:`ATTENTION_KERNELS`; the same arithmetic,
-        rounded differently). Returns the model."""
-        for block in self.h:
-            block.attn.kernel = kernel
-        return self
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
