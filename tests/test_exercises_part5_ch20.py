@@ -87,6 +87,12 @@ def test_the_coding_exercise_passes_the_library_and_names_each_slip():
 
     assert "mean -s^2/2 is missing" in check("lognormal_weight_moments", uncentred)
     assert "E[w^2] - E[w]^2" in check("lognormal_weight_moments", second_moment)
+
+    def standard_deviation(s, cap, rule):
+        mean, var = lognormal_weight_moments(s, cap, rule)
+        return mean, math.sqrt(var)
+
+    assert "the second value is the standard deviation" in check("lognormal_weight_moments", standard_deviation)
     assert "keeps the mass above the cap" in check("lognormal_weight_moments", truncate_as_mask)
 
     def mask_mean_one(s, cap, rule):        # the masked weight's mean taken as 1, the variance E[w^2] - 1

@@ -834,10 +834,11 @@ def _moments_case(rng):
     return float(rng.uniform(0.1, 2.0)), float(rng.uniform(1.5, 5.0)), str(rng.choice(["none", "truncate", "mask"]))
 
 
-def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_mask=False, mask_mean_one=False):
-    """The moments with a slip: ln r centred at ``mu`` (the right one is -s^2/2), E[w^2] for the variance,
-    the mass above the cap dropped when truncating, or the masked weight's mean taken as 1 (an importance
-    weight's mean, which the mask no longer keeps)."""
+def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, std=False, truncate_as_mask=False,
+                  mask_mean_one=False):
+    """The moments with a slip: ln r centred at ``mu`` (the right one is -s^2/2), E[w^2] or the standard
+    deviation for the variance, the mass above the cap dropped when truncating, or the masked weight's mean
+    taken as 1 (an importance weight's mean, which the mask no longer keeps)."""
     s2 = log_std ** 2
     mu = -s2 / 2 if mu is None else mu
     phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))          # noqa: E731
@@ -850,7 +851,7 @@ def _moments_slip(log_std, cap, rule, *, mu=None, raw_second=False, truncate_as_
         first, second = first + cap * above, second + cap ** 2 * above
     if rule == "mask" and mask_mean_one:
         first = 1.0
-    return first, second if raw_second else second - first ** 2
+    return first, second if raw_second else math.sqrt(second - first ** 2) if std else second - first ** 2
 
 
 _LOGNORMAL_MOMENTS = FunctionExercise(20, lognormal_weight_moments, toy_and_random(_moments_case, n_random=8), (
@@ -858,6 +859,8 @@ _LOGNORMAL_MOMENTS = FunctionExercise(20, lognormal_weight_moments, toy_and_rand
      "sampling is no longer unbiased", lambda s, c, rule: _moments_slip(s, c, rule, mu=0.0)),
     ("the second value is E[w^2]; the variance is E[w^2] - E[w]^2",
      lambda s, c, rule: _moments_slip(s, c, rule, raw_second=True)),
+    ("the second value is the standard deviation; the variance is its square, E[w^2] - E[w]^2",
+     lambda s, c, rule: _moments_slip(s, c, rule, std=True)),
     ("truncating keeps the mass above the cap at C: add C P(r > C) to the mean and C^2 P(r > C) to E[w^2] (that "
      "is what masking drops)", lambda s, c, rule: _moments_slip(s, c, rule, truncate_as_mask=True)),
     ("the masked weight's mean is not 1: masking drops the ratios above the cap, so E[w] = E[r; r <= C] < 1, and "

@@ -4,7 +4,7 @@ NUMBER = 21
 PART, LECTURE = 5, 2
 OBJECTIVE = ("write each method as its surrogate and loop; compare methods over seeds; compute GRPO's per-token "
              "k3 penalty and contrast it with k1")
-MINUTES = (35, 50)      # reading its text and code, doing its exercises
+MINUTES = (45, 50)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
