@@ -366,7 +366,7 @@ def _exact(update, start=True, track=None):
 
 @pytest.mark.parametrize("student, says", [
     (_exact(lambda z, pi, r, lr, best: z - lr * pi * (r - pi @ r)), "sign is flipped"),
-    (_exact(lambda z, pi, r, lr, best: z + lr * pi * r), "baseline is missing"),
+    (_exact(lambda z, pi, r, lr, best: z + lr * pi * r), "the -J term is missing"),
     (_exact(lambda z, pi, r, lr, best: z + lr * pi * (r - pi @ r), start=False), "steps + 1 values"),
     (_exact(lambda z, pi, r, lr, best: z - lr * (pi - np.eye(len(z))[best])), "SFT"),
     (_exact(lambda z, pi, r, lr, best: z + pi * (r - pi @ r)), "learning rate is ignored"),
@@ -416,6 +416,14 @@ def test_the_samples_experiments_result_seed_by_seed():
     assert "scaling's lead alone" in check("ex-ch21-samples", mean5(run_grpo, K=1) - base)
     assert "four times the step" in check("ex-ch21-samples", mean5(run_reinforce_baseline, lr=4.0) - base)
     assert "sign is flipped" in check("ex-ch21-samples", base - mean5(run_grpo))
+    assert "one run of each (seed 0)" in check("ex-ch21-samples", run_grpo(steps=5, seed=0)[5]
+                                               - run_reinforce_baseline(steps=5, seed=0)[5])
+    assert "column 4" in check("ex-ch21-samples", np.mean([run_grpo(steps=5, seed=seed)[4]
+                                                           - run_reinforce_baseline(steps=5, seed=seed)[4]
+                                                           for seed in range(32)]))
+    assert "after 30 steps" in check("ex-ch21-samples", np.mean([run_grpo(steps=30, seed=seed)[30]
+                                                                 - run_reinforce_baseline(steps=30, seed=seed)[30]
+                                                                 for seed in range(32)]))
     # a number that is no known slip: an experiment is told to check its runs, not to recompute a formula
     assert check("ex-ch21-samples", 0.1) == SPECS["ex-ch21-samples"].wrong_message
     assert "Check your runs" in SPECS["ex-ch21-samples"].wrong_message

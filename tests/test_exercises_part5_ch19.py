@@ -159,14 +159,17 @@ def test_between_zero2s_two_close_slips_each_answer_gets_the_slip_it_is_near():
             assert said == spec.wrong_message, typed
 
 
-@pytest.mark.parametrize("completion", [4096, 16384])
+@pytest.mark.parametrize("completion", [4096, 20480])
 def test_the_split_experiment(completion):
     """ex-ch19-split's solution: 9 sampling GPUs of 16 give the shortest one-step-off step at 4096 completion
-    tokens and 12 at 16384, each shorter than the colocated synchronous step."""
+    tokens and 12 at 20480, each shorter than the colocated synchronous step, and each ahead of the runner-up by
+    more than 2% (at 16384, which the box asked before, 12 led 11 by 0.01%: no answer a model can settle)."""
     walls = {split: rr.schedule_walls(7e9, split, completion=completion) for split in range(1, 16)}
-    best = min(walls, key=lambda split: walls[split]["one_step_off"]["wall"])
-    assert best == {4096: 9, 16384: 12}[completion]
+    ranked = sorted(walls, key=lambda split: walls[split]["one_step_off"]["wall"])
+    best, runner_up = ranked[:2]
+    assert best == {4096: 9, 20480: 12}[completion]
     assert walls[best]["one_step_off"]["wall"] < walls[best]["synchronous"]["wall"]
+    assert walls[runner_up]["one_step_off"]["wall"] > 1.02 * walls[best]["one_step_off"]["wall"]
 
 
 def _student_kv_bytes(n_layers, n_kv_heads, head_dim, precision="bf16"):
@@ -214,7 +217,7 @@ def test_every_kv_mistake_gets_its_own_message_and_crashes_are_reported():
 
 
 def test_the_split_experiments_result_is_the_cells_scan():
-    """ex-ch19-split's answer box: scanning every split of 16 GPUs at 16384 completion tokens, the shortest
+    """ex-ch19-split's answer box: scanning every split of 16 GPUs at 20480 completion tokens, the shortest
     one-step-off step samples on 12 (the solution's 12 and 4; 9 and 7 at 4096 tokens, a named slip)."""
     from rl4llm.viz import real_runs as rr
 
@@ -222,6 +225,6 @@ def test_the_split_experiments_result_is_the_cells_scan():
         walls = [rr.schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)]
         return 1 + int(np.argmin(walls))
 
-    assert (best(4096), best(16384)) == (9, 12) and SPECS["ex-ch19-split"].value == 12
+    assert (best(4096), best(20480)) == (9, 12) and SPECS["ex-ch19-split"].value == 12
     assert "at 4096 completion tokens" in check("ex-ch19-split", 9)
     assert "training GPUs" in check("ex-ch19-split", 4)

@@ -406,3 +406,32 @@ def test_gpt3_layer_is_korthikantis_34_plus_5as_and_swiglu_differs():
     assert activation_bytes_per_token(QWEN25_7B) / QWEN25_7B.hidden_size == pytest.approx(54.89, abs=0.01)
     # the chart oracle of chapter 19 (rl4llm.viz.real_runs) states Qwen2.5-1.5B's value as a number
     assert activation_bytes_per_token(QWEN25_1_5B) == 91192
+
+
+def test_draw_metrics_log_axis_and_reference_line():
+    """Chapter 19's KL panel: a log axis from the given floor, a dotted line at the given value, and a legend that
+    names each run and the line once (read back from matplotlib's own axes, not from draw_metrics)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from types import SimpleNamespace
+
+    from rl4llm.viz import real_runs as rr
+
+    def trainer(scale):
+        steps = list(range(1, 11))
+        return SimpleNamespace(metrics={"step": steps, "kl": [scale * s for s in steps], "entropy": [1.0] * 10})
+
+    runs = {"healthy": [trainer(0.01), trainer(0.02)], "learning rate too high": [trainer(1.0)],
+            "every group flat": [trainer(0.0)]}
+    fig = plt.figure()
+    rr.draw_metrics(fig, runs, [("kl", "KL"), ("entropy", "entropy")], "title", log_from={"kl": 1e-3},
+                    lines={"kl": (0.2, "the healthy seeds' highest KL")})
+    kl_axis, entropy_axis = fig.axes[:2]
+    assert kl_axis.get_yscale() == "log" and kl_axis.get_ylim()[0] == pytest.approx(1e-3)
+    assert entropy_axis.get_yscale() == "linear"
+    flat_lines = [line for line in kl_axis.get_lines() if set(line.get_ydata()) == {0.2}]
+    assert len(flat_lines) == 1 and flat_lines[0].get_linestyle() == ":"
+    names = [text.get_text() for text in kl_axis.get_legend().get_texts()]
+    assert names == ["healthy", "learning rate too high", "every group flat", "the healthy seeds' highest KL"]
+    plt.close(fig)

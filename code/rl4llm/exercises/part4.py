@@ -440,15 +440,16 @@ def _knobs_mistakes() -> tuple[tuple[float, str], ...]:
 
 
 # ---------------------------------------------------------------- ex-ch21-samples (experiment)
-def _after_five(variant: str) -> float:
-    """pi(5) after 5 steps, mean over seeds 0-31, of one of the exercise's variants (by its call)."""
+def _after_five(variant: str, seeds=range(32), step: int = 5) -> float:
+    """pi(5) after 5 steps (or ``step``), mean over seeds 0-31 (or ``seeds``), of one of the exercise's variants (by
+    its call)."""
     from ..studies import method_runs
     from ..studies.toy_grpo import run_over_seeds
     run, options = {"baseline": (method_runs.run_reinforce_baseline, {}),
                     "reuse": (method_runs.run_grpo, {"scale": False}), "scaling": (method_runs.run_grpo, {"K": 1}),
                     "grpo": (method_runs.run_grpo, {}),
                     "larger step": (method_runs.run_reinforce_baseline, {"lr": 4.0})}[variant]
-    return float(run_over_seeds(run, range(32), steps=5, **options)[:, 5].mean())
+    return float(run_over_seeds(run, seeds, steps=max(5, step), **options)[:, step].mean())
 
 
 def _grpo_lead() -> float:
@@ -470,6 +471,13 @@ def _grpo_lead_mistakes() -> tuple[tuple[float, str], ...]:
                                             "run_reinforce_baseline(lr=4.0); the box asks run_grpo()'s"),
         (_after_five("grpo"), "that is GRPO's mean itself; the box asks its lead over run_reinforce_baseline()"),
         (-_grpo_lead(), "the sign is flipped: run_grpo()'s mean less run_reinforce_baseline()'s"),
+        (_after_five("grpo", seeds=[0]) - _after_five("baseline", seeds=[0]),
+         "that is one run of each (seed 0); one run is one draw of luck: average the 32 seeds, "
+         "run_over_seeds(run, range(32), ...)"),
+        (_after_five("grpo", step=4) - _after_five("baseline", step=4),
+         "that is column 4, after 4 steps: column 0 is the start, so after 5 steps is column 5"),
+        (_after_five("grpo", step=30) - _after_five("baseline", step=30),
+         "that is the lead after 30 steps; the exercise reads it after 5 (steps=5, column 5)"),
     )
 
 
@@ -515,7 +523,7 @@ def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, b
 _RUN_EXACT_GRADIENT = FunctionExercise(21, run_exact_gradient, _exact_cases, (
     ("the sign is flipped: RL ASCENDS on J, z <- z + lr grad J (descent lowers pi(best))",
      lambda *a, **k: _exact_variant(*a, **k, sign=-1.0)),
-    ("the baseline is missing: grad J = pi * (r - J), not pi * r",
+    ("the -J term is missing: the score of y is e_y - pi, not e_y, so grad J = pi * (r - J), not pi * r",
      lambda *a, **k: _exact_variant(*a, **k, baseline=False)),
     ("the curve must start with pi(best) before the first step: steps + 1 values",
      lambda *a, **k: _exact_variant(*a, **k, start=False)),

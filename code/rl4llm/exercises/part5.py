@@ -507,7 +507,7 @@ def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
 
 # ---------------------------------------------------------------- ex-ch19-split (experiment)
 #: The experiment's second completion length: the box asks for the best split there.
-SPLIT_COMPLETION = 16384
+SPLIT_COMPLETION = 20480
 
 
 def _best_split(completion: int = SPLIT_COMPLETION) -> int:
@@ -520,10 +520,10 @@ def _best_split(completion: int = SPLIT_COMPLETION) -> int:
 def _split_mistakes() -> tuple[tuple[float, str], ...]:
     best, first = _best_split(), _best_split(4096)
     return (
-        (first, "that is the best split at 4096 completion tokens; the box asks it at 16384"),
+        (first, f"that is the best split at 4096 completion tokens; the box asks it at {SPLIT_COMPLETION}"),
         (16 - best, "that is the number of training GPUs; the box asks how many of the 16 sample"),
         (16 - first, "that is the number of training GPUs at 4096 completion tokens; the box asks how many of the "
-                     "16 sample at 16384"),
+                     f"16 sample at {SPLIT_COMPLETION}"),
     )
 
 

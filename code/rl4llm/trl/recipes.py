@@ -211,7 +211,7 @@ class Recipe:
                 if self.tuning == "lora" else "")
         return (f'GRPOTrainer(model="Qwen/{self.model.name}", reward_funcs=your_reward, train_dataset=your_prompts, '
                 f"args=GRPOConfig({config}){lora})  # learning rate: raise it towards {self.learning_rate_ceiling:g} "
-                f"while the KL and the entropy stay healthy")
+                f"(muP-transferred, untested) while the KL and the entropy stay healthy")
 
 
 def tensor_parallel_sizes(shape: ModelShape, max_gpus: int = 8) -> tuple[int, ...]:

@@ -20,17 +20,33 @@ RUN_COLORS = {"healthy": PALETTE["blue"], "learning rate too high": PALETTE["ver
               "every group flat": PALETTE["black"]}
 
 
-def draw_metrics(fig, runs: dict, panels, title: str) -> None:
+def draw_metrics(fig, runs: dict, panels, title: str, *, log_from: dict | None = None,
+                 lines: dict | None = None) -> None:
     """One panel per ``(metric, axis label)`` of ``panels``, side by side, against the GRPO step: every
-    seed of every run of ``runs`` (``{name: [trainer, ...]}``), one colour per run, a legend below."""
+    seed of every run of ``runs`` (``{name: [trainer, ...]}``), one colour per run, a legend below.
+    ``log_from`` (``{metric: lowest value}``) draws those panels on a log axis from that value up (values below
+    it, or not positive, fall under the axis); ``lines`` (``{metric: (value, label)}``) draws a dotted
+    horizontal line on that panel, named in the legend (chapter 19: the healthy seeds' highest KL)."""
+    log_from, lines = log_from or {}, lines or {}
     axes = fig.subplots(1, len(panels), sharex=True)
     for ax, (key, label) in zip(axes, panels):
         for name, trainers in runs.items():
             for i, trainer in enumerate(trainers):
                 ax.plot(trainer.metrics["step"], trainer.metrics[key], color=RUN_COLORS[name], lw=1.2, alpha=0.8,
                         ls="--" if name == "every group flat" else "-", label=name if i == 0 else None)
+        if key in log_from:
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=log_from[key])
+        if key in lines:
+            value, line_label = lines[key]
+            ax.axhline(value, color=PALETTE["grey"], ls=":", lw=1.5, label=line_label)
         ax.set(xlabel="GRPO step", ylabel=label)
-    axes[0].legend(loc="upper center", bbox_to_anchor=(len(panels) / 2 + 0.2, -0.25), ncol=len(runs), fontsize=9)
+    named = {}                                       # each name once: the runs', then any line's
+    for ax in axes:
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            named.setdefault(name, handle)
+    axes[0].legend(named.values(), named.keys(), loc="upper center", bbox_to_anchor=(len(panels) / 2 + 0.2, -0.25),
+                   ncol=len(named), fontsize=9)
     fig.suptitle(title)
     fig.subplots_adjust(wspace=0.4, bottom=0.3)
 
