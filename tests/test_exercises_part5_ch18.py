@@ -9,7 +9,8 @@ from rl4llm import draws_per_kept_group, pass_at_k_estimate, sequence_ratio
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 
-CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-cispo-weights", "ex-ch18-holm")
+CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-crossing", "ex-ch18-cispo-weights",
+              "ex-ch18-holm")
 
 
 def test_ids_and_chapter():
@@ -164,3 +165,20 @@ def test_the_pass_at_k_checker_tries_the_edges():
         def edge_wrong(n, c, k, _at=wrong_at):
             return 0.5 if _at(n, c, k) else right(n, c, k)
         assert not check("ex-ch18-write-pass-at-k", edge_wrong).correct
+
+
+def test_the_crossing_by_simulation_and_by_hand():
+    """ex-ch18-crossing: set B's pass@64 less set A's, by the solution's arithmetic and by drawing 64 tries of each
+    prompt 20,000 times (a Monte Carlo estimate within 4 standard errors); A leads at k = 1, B at k = 64."""
+    by_hand = ((1 - 0.7 ** 64) + (1 - 0.95 ** 64)) / 2 - ((1 - 0.4 ** 64) + 0.0) / 2
+    assert SPECS["ex-ch18-crossing"].value == pytest.approx(by_hand, abs=1e-12) and round(by_hand, 4) == 0.4812
+    rng = np.random.default_rng(0)
+
+    def solved(p, trials=20_000):                  # any right answer among 64 tries, per trial
+        return (rng.random((trials, 64)) < p).any(axis=1)
+    lead = (solved(0.3).astype(float) + solved(0.05) - solved(0.6) - solved(0.0)) / 2
+    assert abs(lead.mean() - by_hand) < 4 * lead.std(ddof=1) / math.sqrt(len(lead))
+    assert (0.3 + 0.05) / 2 < (0.6 + 0.0) / 2           # pass@1: the sharpened set A leads
+    assert "pass@1's difference" in check("ex-ch18-crossing", -0.125)
+    assert "averages the chances" in check("ex-ch18-crossing", 0.0)
+    assert "sign is flipped" in check("ex-ch18-crossing", -0.4812)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
-from ..math.pass_at_k import pass_at_k_estimate
+from ..math.pass_at_k import pass_at_k, pass_at_k_estimate
 from ..math.step_time import generation_seconds
 from ..studies.kl_penalties import kl_estimators
 from ._core import EXPERIMENT_RETRY, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
@@ -627,6 +627,35 @@ def _pass_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+#: The by-hand crossing: two prompts' chances of a right answer under a sharpened policy (set A) and a broad one
+#: (set B), and the large k at which they are compared.
+CROSSING_A, CROSSING_B, CROSSING_K = (0.6, 0.0), (0.3, 0.05), 64
+
+
+def _set_pass(chances, k: int) -> float:
+    """pass@k of a set of prompts: the mean over its prompts of 1 - (1 - p)^k (chapter 18)."""
+    return float(np.mean(pass_at_k(np.array(chances), k)))
+
+
+def _crossing() -> float:
+    """pass@64 of set B less pass@64 of set A: the broad policy's lead at large k."""
+    return _set_pass(CROSSING_B, CROSSING_K) - _set_pass(CROSSING_A, CROSSING_K)
+
+
+def _crossing_mistakes() -> tuple[tuple[float, str], ...]:
+    a, b, k = CROSSING_A, CROSSING_B, CROSSING_K
+    return (
+        (_set_pass(b, 1) - _set_pass(a, 1), "that is pass@1's difference (0.175 against 0.3: A leads there); the box "
+                                            "asks it at k = 64"),
+        (_set_pass([np.mean(b)], k) - _set_pass([np.mean(a)], k),
+         "that averages the chances before the formula; pass@k of a set is the mean over its prompts of "
+         "1 - (1 - p)^k, each prompt on its own"),
+        (-_crossing(), "the sign is flipped: set B's pass@64 less set A's"),
+        (_set_pass(b, k), "that is set B's pass@64 alone; the box asks how far it leads set A's"),
+        (_set_pass(a, k), "that is set A's pass@64 alone; the box asks set B's lead over it"),
+    )
+
+
 #: The by-hand clip: three tokens of one answer with A > 0, their ratios pi / pi_old, and the two rules' widths.
 CLIP_RATIOS, CLIP_EPS, CLIP_CAP = (1.3, 0.9, 1.1), 0.2, 1.28
 
@@ -931,6 +960,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
         _draws_mistakes),
     "ex-ch18-pass-at-k": NumericExercise(
         18, "the unbiased pass@4 estimate from 10 samples with 2 right", _pass_estimate, 0.002, _pass_mistakes),
+    "ex-ch18-crossing": NumericExercise(
+        18, "set B's pass@64 less set A's (A: chances 0.6 and 0; B: 0.3 and 0.05)", _crossing, 0.002,
+        _crossing_mistakes),
     "ex-ch18-cispo-weights": NumericExercise(
         18, "the sum of CISPO's weights (cap 1.28) on three tokens with ratios 1.3, 0.9, 1.1 and A > 0",
         _cispo_weights, 0.002, _cispo_mistakes),
