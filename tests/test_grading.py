@@ -320,3 +320,37 @@ def test_a_checked_experiments_result_cannot_be_read_from_the_course_or_the_book
     assert not stolen.correct and f"{name} is None" in stolen.message, stolen.message
     honest = grade("ex-ch18-length", f"{name} = 246\n", name, timeout=HANG)
     assert honest.correct, honest.message
+
+
+def test_the_library_copied_under_another_name_gives_no_answer_in_the_sandbox(tmp_path):
+    """A new attack on 18.4 (``ex-ch18-crossing``, added this stop): the cell looks for the library's source on
+    disk (and asks the import system where an installed copy lives, without importing it), copies it under another package name (so that no module named ``rl4llm`` is imported) and reads the
+    answer key from the copy. Outside the sandbox the same code finds /work's copy and the answer, 0.4812; inside,
+    nothing of the library is on disk to copy (nor does the import system know where one is), the answer is None
+    and scores 0, while the honest number passes."""
+    from rl4llm.course.grading.sandbox import grade
+    name = answer_name("18.4")
+    attack = ("import glob, importlib, importlib.util, os, shutil, sys\n\n"
+              "found = None\n"
+              "roots = [os.path.expanduser('~'), os.getcwd(), '/work', '/tmp', '/root', '/home', '/opt', '/srv', *sys.path]\n"
+              "try:                                  # where an installed copy lives, without importing it\n"
+              "    roots.insert(0, os.path.dirname(os.path.dirname(importlib.util.find_spec('rl4llm').origin)))\n"
+              "except Exception:                     # the sandbox's stand-in rl4llm has no spec\n"
+              "    pass\n"
+              "for root in roots:\n"
+              "    if found is not None or not root or not os.path.isdir(root):\n"
+              "        continue\n"
+              "    for f in glob.glob(os.path.join(root, '**', 'rl4llm', 'exercises', 'part5.py'), recursive=True):\n"
+              "        shutil.copytree(os.path.dirname(os.path.dirname(f)), os.path.join(os.getcwd(), 'renamed_lib'),\n"
+              "                        dirs_exist_ok=True)\n"
+              "        sys.path.insert(0, os.getcwd())\n"
+              "        found = importlib.import_module('renamed_lib.exercises').answer_key()['ex-ch18-crossing']['value']\n"
+              "        break\n"
+              f"{name} = found\n")
+    outside = subprocess.run([sys.executable, "-c", attack + f"print({name})"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+    assert round(float(outside.stdout.split()[-1]), 4) == 0.4812         # the attack works where the library is
+    stolen = grade("ex-ch18-crossing", attack, name, timeout=HANG * 3)
+    assert not stolen.correct and f"{name} is None" in stolen.message, stolen.message
+    honest = grade("ex-ch18-crossing", f"{name} = 0.4812\n", name, timeout=HANG)
+    assert honest.correct, honest.message
