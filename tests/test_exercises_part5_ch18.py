@@ -9,7 +9,8 @@ from rl4llm import draws_per_kept_group, pass_at_k_estimate, sequence_ratio
 from rl4llm.exercises import EXERCISES, SPECS, answer_key, check
 from rl4llm.exercises._core import MALFORMED
 
-CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-crossing", "ex-ch18-cispo-weights",
+CHAPTER_18 = ("ex-ch18-gspo-ratio", "ex-ch18-draws", "ex-ch18-pass-at-k", "ex-ch18-crossing", "ex-ch18-prefilter",
+              "ex-ch18-cispo-weights",
               "ex-ch18-holm")
 
 
@@ -182,3 +183,18 @@ def test_the_crossing_by_simulation_and_by_hand():
     assert "pass@1's difference" in check("ex-ch18-crossing", -0.125)
     assert "averages the chances" in check("ex-ch18-crossing", 0.0)
     assert "sign is flipped" in check("ex-ch18-crossing", -0.4812)
+
+
+def test_the_prefilter_by_simulation_and_by_hand():
+    """ex-ch18-prefilter: the prompts kept from 500 at p = 0.9 and 500 at p = 0.05 (8 answers each, kept when
+    0 < c < 8), by the solution's arithmetic and by filtering 400 simulated pools (within 4 standard errors)."""
+    by_hand = 500 * (1 - 0.1 ** 8 - 0.9 ** 8) + 500 * (1 - 0.95 ** 8 - 0.05 ** 8)
+    assert SPECS["ex-ch18-prefilter"].value == pytest.approx(by_hand, abs=1e-9) and round(by_hand, 1) == 453.1
+    rng = np.random.default_rng(0)
+    chances = np.repeat([0.9, 0.05], 500)
+    right = rng.binomial(8, chances, size=(400, 1000))
+    kept = ((right > 0) & (right < 8)).sum(axis=1)
+    assert abs(kept.mean() - by_hand) < 4 * kept.std(ddof=1) / math.sqrt(len(kept))
+    assert "only the never-right" in check("ex-ch18-prefilter", 668.3)
+    assert "averages the chances" in check("ex-ch18-prefilter", 991.6)
+    assert "dropped prompts" in check("ex-ch18-prefilter", 546.9)

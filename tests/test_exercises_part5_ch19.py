@@ -11,7 +11,7 @@ from rl4llm.exercises._core import MALFORMED
 from rl4llm.viz import real_runs as rr
 
 CH19 = ("ex-ch19-bytes", "ex-ch19-zero2", "ex-ch19-kv", "ex-ch19-decode", "ex-ch19-lora-bytes",
-        "ex-ch19-entropy-floor", "ex-ch19-clipped", "ex-ch19-vllm-share")
+        "ex-ch19-entropy-floor", "ex-ch19-clipped", "ex-ch19-vllm-share", "ex-ch19-sync", "ex-ch19-flat-share")
 
 
 def _cap_share_by_bisection(n: int) -> float:
@@ -37,7 +37,10 @@ BY_HAND = {"ex-ch19-bytes": 18 * 3e9 / 1e9, "ex-ch19-zero2": 2 * 7 + 14 * 7 / 8,
            "ex-ch19-entropy-floor": math.log(2) / (15 * 4096) * 1e5,
            "ex-ch19-clipped": 100 * _cap_share_by_bisection(64),
            # 2 x 7.62e9 bytes of weights + 2 GB + 32 x 8704 x 2 x 28 x 4 x 128 x 2 bytes, in GB
-           "ex-ch19-vllm-share": (2 * 7615616512 + 2e9 + 32 * 8704 * 2 * 28 * 4 * 128 * 2) / 1e9}
+           "ex-ch19-vllm-share": (2 * 7615616512 + 2e9 + 32 * 8704 * 2 * 28 * 4 * 128 * 2) / 1e9,
+           # 14 GB over 50 GB/s less 14 GB over 450 GB/s; all 8 answers wrong or all 8 right at p = 0.02
+           "ex-ch19-sync": 14e9 / 50e9 - 14e9 / 450e9,
+           "ex-ch19-flat-share": 0.98 ** 8 + 0.02 ** 8}
 
 
 def test_ids_and_chapter():
@@ -228,3 +231,19 @@ def test_the_split_experiments_result_is_the_cells_scan():
     assert (best(4096), best(20480)) == (9, 12) and SPECS["ex-ch19-split"].value == 12
     assert "at 4096 completion tokens" in check("ex-ch19-split", 9)
     assert "training GPUs" in check("ex-ch19-split", 4)
+
+
+def test_the_flat_share_by_simulation_and_the_slips():
+    """ex-ch19-flat-share: 200,000 simulated groups of 8 answers at p = 0.02 give the share of flat groups within 4
+    standard errors of 0.8508; the sync's and the flat share's slips get their own messages."""
+    rng = np.random.default_rng(0)
+    right = (rng.random((200_000, 8)) < 0.02).sum(axis=1)
+    flat = ((right == 0) | (right == 8)).astype(float)
+    assert abs(flat.mean() - SPECS["ex-ch19-flat-share"].value) < 4 * flat.std(ddof=1) / math.sqrt(len(flat))
+    assert round(SPECS["ex-ch19-flat-share"].value, 4) == 0.8508 and round(SPECS["ex-ch19-sync"].value, 4) == 0.2489
+    assert "informative groups" in check("ex-ch19-flat-share", 0.1492)
+    assert "union bound" in check("ex-ch19-flat-share", 0.84)
+    assert "never fires" in check("ex-ch19-flat-share", 1.0)
+    assert "fp32" in check("ex-ch19-sync", 0.4978)
+    assert "both directions" in check("ex-ch19-sync", 0.2644)
+    assert "alone" in check("ex-ch19-sync", 0.28) and "LESS" in check("ex-ch19-sync", 0.3111)

@@ -11,7 +11,7 @@ from rl4llm.exercises._core import MALFORMED
 from rl4llm.llm.rollout_correction import importance_weights, off_policy_mask
 from rl4llm.llm.sampler_study import lognormal_weight_moments
 
-CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl")
+CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl", "ex-ch20-one-step-off")
 
 
 @pytest.mark.parametrize("exercise", CHAPTER_20)
@@ -100,3 +100,18 @@ def test_the_coding_exercise_passes_the_library_and_names_each_slip():
         return (1.0, var + mean ** 2 - 1) if rule == "mask" else (mean, var)
 
     assert "masked weight's mean is not 1" in check("lognormal_weight_moments", mask_mean_one)
+
+
+def test_the_weight_std_by_simulation_and_from_the_moments():
+    """ex-ch20-one-step-off's number: the std of exp(x), x ~ N(-s^2/2, s^2) at s = 0.3495, from the library's
+    uncapped moments (E[w] = 1) and from 400,000 draws (within 4 standard errors of the std's estimate)."""
+    s = 0.3495
+    value = SPECS["ex-ch20-one-step-off"].value
+    mean, variance = lognormal_weight_moments(s, 3.0, "none")          # no cap: mean 1, variance e^{s^2} - 1
+    assert mean == pytest.approx(1.0) and math.sqrt(variance) == pytest.approx(value, rel=1e-12)
+    w = np.exp(np.random.default_rng(0).normal(-s * s / 2, s, 400_000))
+    se_of_std = w.std(ddof=1) * math.sqrt((np.mean((w - w.mean()) ** 4) / w.var() ** 2 - 1) / (4 * len(w)))
+    assert abs(w.std(ddof=1) - value) < 4 * se_of_std and abs(w.mean() - 1) < 4 * w.std() / math.sqrt(len(w))
+    assert round(value, 4) == 0.3604
+    assert "log-ratio's std" in check("ex-ch20-one-step-off", 0.3495)
+    assert "variance" in check("ex-ch20-one-step-off", 0.1299)

@@ -6,13 +6,15 @@
   the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
   and the gradient's norm at a run's first step, LoRA's trainable state of Qwen2.5-7B, and two failure
-  signatures' thresholds: the entropy floor and the share of capped completions (by hand); the KV cache's bytes
-  per token ``kv_bytes_per_token`` (coding).
+  signatures' thresholds: the entropy floor and the share of capped completions, the weight sync a split run adds
+  and the share of flat groups a sparse reward leaves (by hand); the KV cache's bytes per token
+  ``kv_bytes_per_token`` (coding).
 - Chapter 18: GSPO's ratio of a two-token answer, DAPO's groups drawn per kept group, the unbiased pass@k
-  estimate from n samples, CISPO's weights on three tokens, Holm's adjusted p of one knob (by hand);
+  estimate from n samples, two prompt sets' pass@64, the prompts a pre-filter keeps, CISPO's weights on three
+  tokens, Holm's adjusted p of one knob (by hand);
   ``pass_at_k_estimate`` (coding).
 - Chapter 20: TRL's truncated weight of an answer a separate sampler drew (above the cap, where the mask
-  differs), the off-policy mask's measure of one sequence (by hand); the capped weight's mean and variance
+  differs), the off-policy mask's measure of one sequence, a log-normal weight's std (by hand); the capped weight's mean and variance
   ``lognormal_weight_moments`` (coding).
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
@@ -26,7 +28,7 @@ import numpy as np
 
 from ..math.memory import PRECISION_BYTES, kv_bytes_per_token, memory_budget
 from ..math.pass_at_k import pass_at_k, pass_at_k_estimate
-from ..math.step_time import generation_seconds
+from ..math.step_time import NVLINK_ONE_WAY, generation_seconds, weight_sync_seconds
 from ..studies.kl_penalties import kl_estimators
 from ._core import EXPERIMENT_RETRY, Call, FunctionExercise, NumericExercise, imported_on_call, toy_and_random
 
@@ -527,6 +529,55 @@ def _split_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch19-sync (by hand)
+#: The by-hand weight sync: a 7B model's bf16 weights over the split run's 50 GB/s link and over NVLink one way.
+SYNC_PARAMS, SYNC_LINK = 7e9, 50e9
+
+
+def _sync_gap(weight_bytes: int = 2, nvlink: float = NVLINK_ONE_WAY) -> float:
+    """The split run's weight sync less the colocated run's gather, in seconds (chapter 19's schedules)."""
+    return (weight_sync_seconds(SYNC_PARAMS, SYNC_LINK, weight_bytes=weight_bytes)
+            - weight_sync_seconds(SYNC_PARAMS, nvlink, weight_bytes=weight_bytes))
+
+
+def _sync_mistakes() -> tuple[tuple[float, str], ...]:
+    split, colocated = (weight_sync_seconds(SYNC_PARAMS, bw) for bw in (SYNC_LINK, NVLINK_ONE_WAY))
+    return (
+        (_sync_gap(weight_bytes=4), "that sends fp32 weights (4 bytes); the sampler receives bf16, 2 bytes a "
+                                    "parameter"),
+        (_sync_gap(nvlink=2 * NVLINK_ONE_WAY), "that takes NVLink's 900 GB/s, quoted for both directions; one way "
+                                               "it carries 450 GB/s"),
+        (split, "that is the split run's sync alone (14 GB over 50 GB/s); the box asks how much longer it is than "
+                "the colocated gather"),
+        (colocated, "that is the colocated gather alone (14 GB over 450 GB/s); the box asks the split's sync less it"),
+        (split + colocated, "that adds the two; the box asks the split's sync LESS the colocated gather"),
+        (8 * _sync_gap(), "that reads GB/s as gigabits a second (8 times the seconds); the links carry gigabytes"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch19-flat-share (by hand)
+#: The by-hand sparse reward: every prompt's chance of a right answer, and the group size.
+FLAT_P, FLAT_G = 0.02, 8
+
+
+def _flat_share() -> float:
+    """The expected frac_reward_zero_std: P(all G wrong) + P(all G right) (chapter 18's P(flat))."""
+    return (1 - FLAT_P) ** FLAT_G + FLAT_P ** FLAT_G
+
+
+def _flat_share_mistakes() -> tuple[tuple[float, str], ...]:
+    p, G = FLAT_P, FLAT_G
+    return (
+        (1 - _flat_share(), "that is the share of informative groups; frac_reward_zero_std counts the flat ones, "
+                            "(1 - p)^G + p^G"),
+        (1 - G * p, "that subtracts G chances of p (a union bound); a group is all wrong with probability "
+                    "(1 - p)^G"),
+        (1 - p, "that is one answer's chance of being wrong; a group is flat when all G of its answers are"),
+        (0.0, "a sparse reward still fires: at p = 0.02 most groups are flat, not none"),
+        (1.0, "1.0 is the log of a reward that never fires (p = 0); at p = 0.02 some groups hold a right answer"),
+    )
+
+
 # ---------------------------------------------------------------- ex-ch19-vllm-share (by hand)
 def _vllm_need(weights: bool = True, working: bool = True, cache: bool = True, prompt: bool = True,
                gib: bool = False, kv_heads: int | None = None, weight_bytes: int = 2) -> float:
@@ -653,6 +704,34 @@ def _crossing_mistakes() -> tuple[tuple[float, str], ...]:
         (-_crossing(), "the sign is flipped: set B's pass@64 less set A's"),
         (_set_pass(b, k), "that is set B's pass@64 alone; the box asks how far it leads set A's"),
         (_set_pass(a, k), "that is set A's pass@64 alone; the box asks set B's lead over it"),
+    )
+
+
+#: The by-hand pre-filter: a pool of two kinds of prompts (how many, and each one's chance of a right answer
+#: under the warm start) and the answers the filter samples of each.
+PREFILTER_POOL, PREFILTER_N = ((500, 0.9), (500, 0.05)), 8
+
+
+def _kept(pool=PREFILTER_POOL, n: int = PREFILTER_N, never: bool = True, always: bool = True) -> float:
+    """The expected number of prompts a filter of n answers keeps (0 < c < n): the sum over the pool of
+    1 - (1 - p)^n - p^n; ``never`` / ``always`` False leave that side's drop out (the slips)."""
+    return float(sum(count * (1 - never * (1 - p) ** n - always * p ** n) for count, p in pool))
+
+
+def _kept_mistakes() -> tuple[tuple[float, str], ...]:
+    pool, n = PREFILTER_POOL, PREFILTER_N
+    total = sum(count for count, _ in pool)
+    mean_p = sum(count * p for count, p in pool) / total
+    return (
+        (_kept(always=False), "that drops only the never-right prompts; a prompt right on all 8 answers is flat "
+                              "too (p^8 = 0.43 at p = 0.9)"),
+        (_kept(never=False), "that drops only the always-right prompts; a prompt wrong on all 8 is flat too "
+                             "((1 - p)^8 = 0.66 at p = 0.05)"),
+        (total - _kept(), "that counts the dropped prompts; the box asks how many are kept"),
+        (_kept(((total, mean_p),)), "that averages the chances first (0.475); each prompt is kept with its own "
+                                    "1 - (1 - p)^8 - p^8"),
+        (total * n / 64 / 8, "that is the filter's cost in the chapter's steps (8 answers of 1,000 prompts at 64 x "
+                             "8 answers a step); the box asks for the prompts kept"),
     )
 
 
@@ -855,6 +934,27 @@ def _opsm_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch20-one-step-off (the by-hand part)
+#: The per-sequence std s of the log-ratio one step off at lr 1e-3, as the stored page prints it.
+ONE_STEP_S = 0.3495
+
+
+def _weight_std(s: float = ONE_STEP_S) -> float:
+    """The std of a log-normal weight whose log has std s and mean -s^2/2: sqrt(exp(s^2) - 1) (chapter 20)."""
+    return math.sqrt(math.expm1(s ** 2))
+
+
+def _weight_std_mistakes() -> tuple[tuple[float, str], ...]:
+    s = ONE_STEP_S
+    return (
+        (s, "that is s, the log-ratio's std; the weight exp(log-ratio) spreads by sqrt(exp(s^2) - 1)"),
+        (math.expm1(s ** 2), "that is the weight's variance, exp(s^2) - 1; its std is the square root"),
+        (math.sqrt(math.expm1(s)), "that exponentiates s, not s^2: the variance is exp(s^2) - 1"),
+        (math.exp(s ** 2 / 2), "that is exp(s^2 / 2), the root of E[w^2] = exp(s^2); the std takes off the mean's "
+                               "square, 1: sqrt(exp(s^2) - 1)"),
+    )
+
+
 # ---------------------------------------------------------------- lognormal_weight_moments (coding)
 def _moments_case(rng):
     """The chapter's sequence (spread 0.5 a token, four tokens, TRL's cap 3, truncated), then random ones."""
@@ -946,6 +1046,12 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch19-split": NumericExercise(
         19, f"the number of the 16 GPUs that sample in the shortest one-step-off step at {SPLIT_COMPLETION} completion "
             "tokens", _best_split, 0.3, _split_mistakes, retry=EXPERIMENT_RETRY),
+    "ex-ch19-sync": NumericExercise(
+        19, "the seconds a 7B split run's weight sync over a 50 GB/s link takes beyond a colocated run's NVLink "
+            "gather", _sync_gap, 0.002, _sync_mistakes),
+    "ex-ch19-flat-share": NumericExercise(
+        19, f"the frac_reward_zero_std a run should log when every prompt's answers are right with p = {FLAT_P} "
+            f"(G = {FLAT_G})", _flat_share, 0.002, _flat_share_mistakes),
     "ex-ch19-vllm-share": NumericExercise(
         19, "the GB that vLLM's engine holds on each GPU for Qwen2.5-7B colocated on 8 GPUs (32 sequences of "
             "512 + 8192 tokens)", _vllm_need, 0.05, _vllm_need_mistakes),
@@ -963,6 +1069,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch18-crossing": NumericExercise(
         18, "set B's pass@64 less set A's (A: chances 0.6 and 0; B: 0.3 and 0.05)", _crossing, 0.002,
         _crossing_mistakes),
+    "ex-ch18-prefilter": NumericExercise(
+        18, "the prompts a pre-filter of 8 answers keeps, on average, from 500 prompts at p = 0.9 and 500 at "
+            "p = 0.05", _kept, 0.5, _kept_mistakes),
     "ex-ch18-cispo-weights": NumericExercise(
         18, "the sum of CISPO's weights (cap 1.28) on three tokens with ratios 1.3, 0.9, 1.1 and A > 0",
         _cispo_weights, 0.002, _cispo_mistakes),
@@ -982,5 +1091,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch20-opsm-kl": NumericExercise(
         20, "the off-policy mask's measure of the sequence (mean of log pi_samp - log pi_theta)", _opsm_measure,
         0.002, _opsm_mistakes),
+    "ex-ch20-one-step-off": NumericExercise(
+        20, f"the std of the weight one step off at lr 1e-3, from the page's s = {ONE_STEP_S}", _weight_std, 0.002,
+        _weight_std_mistakes),
     "lognormal_weight_moments": _LOGNORMAL_MOMENTS,
 }

@@ -5,7 +5,7 @@ PART, LECTURE = 5, 2
 OBJECTIVE = ("add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time"
              " (sampling, training, weight sync; synchronous against asynchronous); read a run's logged metrics "
              "(a loss of 0 with a gradient, flat groups, a learning rate too high)")
-MINUTES = (90, 110)     # reading its text and code, doing its exercises
+MINUTES = (90, 120)     # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
@@ -28,6 +28,10 @@ EXERCISE_OBJECTIVES = {
                        "cap",
     "ex-ch19-vllm-share": "choose a colocated run's vllm_gpu_memory_utilization from its weights, working memory "
                           "and KV cache",
+    "ex-ch19-sync": "compute the seconds a split run's weight sync adds over a colocated gather, and say what "
+                    "the split buys and pays for them",
+    "ex-ch19-flat-share": "compute the share of flat groups a sparse reward leaves, and tell its log from a "
+                          "reward that never fires",
     "ex-ch19-read-a-run": "predict, then read from the logged metrics, how a learning rate between the two runs "
                           "fails",
 }

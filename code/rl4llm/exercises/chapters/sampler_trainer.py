@@ -15,8 +15,8 @@ EXERCISE_OBJECTIVES = {
     "ex-ch20-opsm-kl": "compute the off-policy mask's measure of a sequence and say whether it is dropped",
     "ex-ch20-write-lognormal-weight-moments": "implement the mean and variance of an importance weight with no "
                                               "cap, truncated and masked",
-    "ex-ch20-one-step-off": "predict and measure whether a one-step-off sampler costs accuracy, and how the "
-                            "learning rate decides it",
+    "ex-ch20-one-step-off": "compute a log-normal weight's std from the log-ratio's, then predict and measure "
+                            "whether a one-step-off sampler costs accuracy, and how the learning rate decides it",
 }
 #: The kind of each exercise whose title names none.
 UNTITLED_KINDS = {}

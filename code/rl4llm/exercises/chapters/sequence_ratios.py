@@ -6,7 +6,7 @@ PART, LECTURE = 5, 1
 OBJECTIVE = ("compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
              "pass@k and its unbiased estimator; judge TRL's entropy knobs and Clip-Cov against plain GRPO over "
              "seeds; measure pass@k over many prompts and compare a pre-filter with dynamic sampling")
-MINUTES = (90, 120)     # reading its text and code, doing its exercises
+MINUTES = (90, 130)     # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
@@ -17,6 +17,8 @@ EXERCISE_OBJECTIVES = {
     "ex-ch18-pass-at-k": "compute the unbiased pass@k estimate from n samples and contrast it with the plug-in",
     "ex-ch18-crossing": "compute pass@1 and pass@k of two prompt sets and say why a sharper policy can lead at k = 1 "
                         "and trail at large k",
+    "ex-ch18-prefilter": "compute how many prompts a pre-filter by pass rate keeps, what it costs in steps and "
+                         "what it can take away",
     "ex-ch18-holm": "Holm-adjust several knobs' p-values and say whether a difference that clears its own noise"
                     " floor is real",
     "ex-ch18-write-pass-at-k": "implement the unbiased pass@k estimator 1 - C(n - c, k) / C(n, k)",
