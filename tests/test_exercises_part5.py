@@ -13,7 +13,8 @@ from rl4llm.studies.estimator_bias import estimate_of_group, two_step_task
 from rl4llm.studies.kl_penalties import leash_gradient
 
 CHAPTER_17 = {"ex-ch17-k2": 17, "ex-ch17-k3-weight": 17, "ex-ch17-shrink": 17, "ex-ch17-dapo-weight": 17,
-              "ex-ch17-sapo-weight": 17, "ex-ch17-soft-punishment": 17, "ex-ch17-beta": 17, "kl_estimators": 17}
+              "ex-ch17-sapo-weight": 17, "ex-ch17-soft-punishment": 17, "ex-ch17-beta": 17, "ex-ch17-missed-kl": 17,
+              "kl_estimators": 17}
 
 
 def test_chapter_17_ids_and_chapters():
@@ -147,3 +148,27 @@ def test_the_shrink_checker_names_the_best_shrink():
     mse = 0.7 ** 2 * 0.0150 + 0.3 ** 2 * 0.1855 ** 2
     assert "RLOO shrunk by 0.70" in check("ex-ch17-shrink", mse)
     assert "RLOO shrunk by 0.70" in check("ex-ch17-shrink", 0.0105)          # as the chapter prints it
+
+
+def test_the_missed_kl_gradient_by_hand_and_by_central_differences():
+    """ex-ch17-missed-kl: pi(5) KL_5 (1 - pi(5)) = 0.2 x 0.5827 x 0.8, and the central difference in the first-step
+    logit of 5 of the answers' KL written out: the first step's own KL (0 where pi = pi_ref, with zero gradient)
+    plus pi(5) KL_5 (the context after 0 is unmoved)."""
+    from rl4llm.math.two_step import two_step_policy
+    ref = two_step_policy()[""]                                       # the first step's logits, pi_ref's and pi's
+    kl5 = 0.3 * math.log(0.3 / 0.8) + 0.7 * math.log(0.7 / 0.2)
+
+    def answers_kl(z5):
+        z = ref.copy()
+        z[2] = z5                                                     # vocabulary order 0, 4, 5, 6, 15
+        pi, pi_ref = np.exp(z) / np.exp(z).sum(), np.exp(ref) / np.exp(ref).sum()
+        return float(pi @ np.log(pi / pi_ref) + pi[2] * kl5)
+
+    h = 1e-5
+    central = (answers_kl(ref[2] + h) - answers_kl(ref[2] - h)) / (2 * h)
+    value = SPECS["ex-ch17-missed-kl"].value
+    assert value == pytest.approx(0.2 * kl5 * 0.8, rel=1e-9) and value == pytest.approx(central, rel=1e-6)
+    assert round(value, 4) == 0.0932
+    assert "per-token k2" in check("ex-ch17-missed-kl", 0.0)
+    assert "answers' KL itself" in check("ex-ch17-missed-kl", 0.1165)
+    assert "forward KL" in check("ex-ch17-missed-kl", 0.0855)

@@ -22,3 +22,18 @@ def test_the_product_weights_variance_is_its_closed_form(L, steps):
     grad = task.gradient
     assert np.isclose(sc.chain_values(L, steps, "variance")[0], second - grad @ grad)
     assert np.isclose(sc.chain_values(L, steps, "variance")[0], reweighted_moments(task, "sequence_is")["variance"])
+
+
+def test_the_prefilter_figure_starts_its_accuracy_axis_at_0():
+    """draw_prefilter_arms puts the axis's bottom at 0, above every dot's top: a gap is drawn at its true size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = {"plain": {"accuracy": np.array([0.30, 0.34, 0.36]), "steps": np.array([46, 46, 46])},
+            "pre-filtered (n = 8)": {"accuracy": np.array([0.28, 0.31, 0.33]), "steps": np.array([30, 30, 30])}}
+    fig, ax = plt.subplots()
+    sc.draw_prefilter_arms(ax, arms)
+    bottom, top = ax.get_ylim()
+    plt.close(fig)
+    assert bottom == 0 and top > 0.36

@@ -2,7 +2,8 @@
 
 - Chapter 17: the k2 estimate of one token and the gradient weight of TRL's ratio-corrected k3 (by
   hand); the group-mean estimate's mean squared error, the weight dapo gives a long answer, the weight
-  SAPO gives a token that moved and the reward of an answer under DAPO's soft overlong punishment (by hand);
+  SAPO gives a token that moved, the reward of an answer under DAPO's soft overlong punishment and the answers'
+  KL gradient a per-token penalty misses (by hand);
   the three estimators ``kl_estimators`` (coding).
 - Chapter 19: a run's model state on one GPU and under ZeRO-2, a step's KV cache, one decoding step, dapo's loss
   and the gradient's norm at a run's first step, LoRA's trainable state of Qwen2.5-7B, and two failure
@@ -214,6 +215,36 @@ def _punishment_mistakes() -> tuple[tuple[float, str], ...]:
         (0.0, "that scores the answer as overlong (R_length = -1, or reward 0); it is not truncated (10 <= 12), so "
               "it keeps its reward 1, less the ramp's (6 - 10) / 6"),
         (PUNISHED_REWARD - penalty, "the sign is flipped: the punishment lowers the reward"),
+    )
+
+
+# ---------------------------------------------------------------- ex-ch17-missed-kl (by hand)
+#: The by-hand move of §10: the two-step toy with only P(EOS | 5) moved, from the reference's 0.8 to this.
+MISSED_P_EOS = 0.3
+
+
+def _missed_kl() -> float:
+    """The answers' KL gradient in the first-step logit of "5" (``sequence_kl_gradients``), which per-token k2 and
+    corrected k3 leave at 0: pi(5) KL_5 (1 - pi(5))."""
+    from ..studies.sequence_kl import PARAMETERS, sequence_kl_gradients
+    return float(sequence_kl_gradients(MISSED_P_EOS)["gradient"][PARAMETERS.index(("", "5"))])
+
+
+def _missed_kl_mistakes() -> tuple[tuple[float, str], ...]:
+    q, q_ref, pi5 = MISSED_P_EOS, 0.8, 0.2
+    kl5 = q * math.log(q / q_ref) + (1 - q) * math.log((1 - q) / (1 - q_ref))
+    forward = q_ref * math.log(q_ref / q) + (1 - q_ref) * math.log((1 - q_ref) / (1 - q))
+    return (
+        (0.0, "that is what per-token k2 and corrected k3 put on the first step (every first-step log-ratio is 0); "
+              "the answers' KL pi(5) KL_5 still depends on pi(5)"),
+        (pi5 * kl5, "that is the answers' KL itself, pi(5) KL_5; its gradient in the logit of 5 multiplies "
+                    "KL_5 by d pi(5) / d z_5 = pi(5) (1 - pi(5))"),
+        (kl5 * (1 - pi5), "the factor pi(5) is missing: d pi(5) / d z_5 = pi(5) (1 - pi(5))"),
+        (kl5, "that is KL_5, the KL of the context after 5 alone; the answers' KL weighs it by pi(5)"),
+        (pi5 * (1 - pi5) * forward, "that takes the forward KL, sum pi_ref ln(pi_ref / pi), after 5; the leash "
+                                    "holds the reverse one, sum pi ln(pi / pi_ref)"),
+        (-_missed_kl(), "the sign is flipped: raising z_5 makes 5, whose continuation has drifted, more likely, so "
+                        "the KL grows"),
     )
 
 
@@ -1018,6 +1049,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch17-soft-punishment": NumericExercise(
         17, f"the reward of a right answer of {PUNISHED_LENGTH} tokens under the soft overlong punishment",
         _punished_reward, 0.002, _punishment_mistakes),
+    "ex-ch17-missed-kl": NumericExercise(
+        17, "the answers' KL gradient in the first-step logit of 5 (only P(EOS | 5) moved, 0.8 to 0.3)", _missed_kl,
+        0.002, _missed_kl_mistakes),
     "kl_estimators": _KL_ESTIMATORS,
     "ex-ch19-bytes": NumericExercise(
         19, "the GB of a 3B model's state on one GPU (AdamW in bf16 mixed precision, a bf16 reference)",

@@ -19,7 +19,7 @@ on each sampled token in the loss keeps only its own token's log-ratio (chapter 
 
 So the per-token k2 (and corrected k3) follow the reverse KL token by token, not answer by answer: they
 miss E[(sum_{u>t} x_u) s_t], the effect of an earlier choice on the KL of what follows it (the
-sequence-level pitfall of Tang & Munos, 2025, arXiv:2510.01555). :func:`sequence_kl_gradients`
+sequence-level pitfall of Tang & Munos, 2025, arXiv:2506.09477). :func:`sequence_kl_gradients`
 computes each of these exactly on the two-step toy (``rl4llm.toy.two_step.ANSWERS``), every answer enumerated.
 """
 from __future__ import annotations

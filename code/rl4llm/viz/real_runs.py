@@ -15,6 +15,12 @@ from .charts import Declared, Slider, line_chart
 from .style import PALETTE
 
 
+#: Chapter 19: when and where ``benchmarks/recipe_gpu.py`` measured the recipes' training side, and the versions it
+#: ran (the fields of ``benchmarks/results/recipe_gpu_h200.json`` besides its runs, which
+#: ``rl4llm.trl.recipes.H200_TRAINING`` holds), kept here so that the chapter runs without the benchmarks folder.
+H200_RECORD = {"date": "2026-12-04", "device": "NVIDIA H200", "torch": "2.11.0+cu130", "transformers": "5.24.0",
+               "trl": "1.16.0"}
+
 #: One colour per run of :data:`rl4llm.llm.run_reading.RUNS`.
 RUN_COLORS = {"healthy": PALETTE["blue"], "learning rate too high": PALETTE["vermillion"],
               "every group flat": PALETTE["black"]}

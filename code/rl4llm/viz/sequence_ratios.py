@@ -201,7 +201,8 @@ def entropy_figure(regimes: dict, title: str):
 def draw_prefilter_arms(ax, arms: dict) -> None:
     """The pre-filter study's arms at equal answers sampled (chapter 18; ``prefilter_study``'s ``arms``): each
     seed's final held-out greedy accuracy as a dot, the arm's median as a bar, and under its name the steps
-    (the range over seeds) its answers bought."""
+    (the range over seeds) its answers bought. The accuracy axis starts at 0, so that a gap between arms is
+    seen at its true size."""
     labels = []
     for x, (colour, (name, arm)) in enumerate(zip(LINE_COLORS, arms.items())):
         acc, steps = arm["accuracy"], arm["steps"]
@@ -212,3 +213,4 @@ def draw_prefilter_arms(ax, arms: dict) -> None:
     ax.set_xticks(range(len(arms)), labels, fontsize=8)
     ax.set_xlim(-0.5, len(arms) - 0.5)
     ax.set_ylabel("held-out greedy accuracy")
+    ax.set_ylim(0, None)

@@ -5,7 +5,7 @@ NUMBER = 17
 PART, LECTURE = 5, 1
 OBJECTIVE = ("compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the "
              "KL estimators k1, k2, k3 apart and which gradient each leash follows")
-MINUTES = (90, 65)      # reading its text and code, doing its exercises
+MINUTES = (95, 75)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
@@ -20,6 +20,7 @@ EXERCISE_OBJECTIVES = {
     "ex-ch17-write-kl-estimators": "implement k1, k2 and k3 elementwise from log-probabilities",
     "ex-ch17-k3-weight": "compute the weight that TRL's ratio correction puts on k3 for one sampled token",
     "ex-ch17-beta": "predict and measure where each KL leash holds the toy at another beta",
+    "ex-ch17-missed-kl": "compute the answers' KL gradient on a first-step logit that a per-token penalty leaves at 0",
 }
 #: The kind of each exercise whose title names none.
 UNTITLED_KINDS = {}
