@@ -247,3 +247,8 @@ def test_the_flat_share_by_simulation_and_the_slips():
     assert "fp32" in check("ex-ch19-sync", 0.4978)
     assert "both directions" in check("ex-ch19-sync", 0.2644)
     assert "alone" in check("ex-ch19-sync", 0.28) and "LESS" in check("ex-ch19-sync", 0.3111)
+
+
+def test_the_loss_at_start_names_trl_s_sample_std():
+    """ex-ch19-loss-at-start: TRL's advantages (sample std, +-1/sqrt(2) here) give -0.2 / sqrt(2) = -0.1414, a named slip."""
+    assert "sample std" in check("ex-ch19-loss-at-start", -0.2 / math.sqrt(2))

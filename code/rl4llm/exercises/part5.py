@@ -413,6 +413,8 @@ def _loss_at_start_mistakes() -> tuple[tuple[float, str], ...]:
         (_loss_at_start("dr_grpo"), "that is dr_grpo's normaliser, G x L_max = 6; dapo divides by the 5 tokens"),
         (_loss_at_start() * sum(START_LENGTHS) / len(START_LENGTHS),
          "that divides the token sum by the number of answers (2); dapo divides by the number of tokens (5)"),
+        (_loss_at_start() / math.sqrt(2), "that takes TRL's advantages, divided by the group's sample std (+-0.7071); "
+                                          "the question gives the book's, +1 and -1"),
     )
 
 
