@@ -138,6 +138,11 @@ def batch_gb(G: int, completion: int) -> list[float]:
 BATCH_SERIES = ["activations", "checkpointed", "logits", "chunked", "KV cache"]
 
 
+#: The decimals the batch, time and schedule charts store: their tooltips show one, their smallest value is 0.04
+#: (the 1B model's weight sync, in seconds), and the page must stay under its weight budget (tests/test_browser.py).
+CHART_DECIMALS = 3
+
+
 def batch_charts():
     """The batch's parts against the completion length, a slider for G and a marker on the length: one
     chart for the activations (plain and checkpointed), one for the logits (fp32, all at once and 1024
@@ -147,7 +152,7 @@ def batch_charts():
     def compute(G):
         return np.array([batch_gb(G, int(T)) for T in lengths]).T
     common = {"x": lengths, "marker": COMPLETION, "xlabel": "completion tokens", "ylabel": "GB on one GPU",
-              "log_y": True, "fmt": ".1f"}
+              "log_y": True, "fmt": ".1f", "decimals": CHART_DECIMALS}
     activations = line_chart(lambda G: compute(G)[:2], [GROUP], series=BATCH_SERIES[:2],
                              headline="Activations of one group of Qwen2.5-1.5B", styles=["solid", "dashed"],
                              colors=[PALETTE["blue"], PALETTE["blue"]], **common)
@@ -170,7 +175,8 @@ def time_chart(completion: int = 4096):
                       series=["rollout (8 GPUs)", "training (8 GPUs)", "weight sync (50 GB/s)"],
                       xlabel="G (completions per prompt)", ylabel="seconds per step", log_y=True,
                       headline="Training grows with G faster than sampling",
-                      colors=[PALETTE["vermillion"], PALETTE["blue"], PALETTE["orange"]], fmt=".1f")
+                      colors=[PALETTE["vermillion"], PALETTE["blue"], PALETTE["orange"]], fmt=".1f",
+                      decimals=CHART_DECIMALS)
 
 
 def schedule_chart(n_params: float = 7e9):
@@ -186,7 +192,8 @@ def schedule_chart(n_params: float = 7e9):
                       xlabel="GPUs of 16 that sample (the rest train)", ylabel="wall seconds per step",
                       headline="Overlap wins when the split matches the work",
                       styles=["solid", "dashed", "dotted"],
-                      colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]], fmt=".1f")
+                      colors=[PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]], fmt=".1f",
+                      decimals=CHART_DECIMALS)
 
 
 # Every chart of chapter 19, and its numbers from the library alone (tests/test_charts.py): the model state's
@@ -246,10 +253,11 @@ def _oracle_walls(G):
 CHARTS = (
     Declared("fits", lambda: fits_chart(_oracle_sizes(), tiny_gpt_params()), _oracle_fits, [GPUS, STAGE]),
     Declared("activations", lambda: batch_charts()[0], lambda G: _oracle_batch(G, slice(0, 2)), [GROUP],
-             marker=COMPLETION),
-    Declared("logits", lambda: batch_charts()[1], lambda G: _oracle_batch(G, slice(2, 5)), [GROUP], marker=COMPLETION),
+             marker=COMPLETION, decimals=CHART_DECIMALS),
+    Declared("logits", lambda: batch_charts()[1], lambda G: _oracle_batch(G, slice(2, 5)), [GROUP], marker=COMPLETION,
+             decimals=CHART_DECIMALS),
     Declared("time", time_chart,
              lambda billions: (GROUPS, np.array([_oracle_step(billions * 1e9, int(G), 8, 8) for G in GROUPS]).T),
-             [MODEL_SIZE]),
-    Declared("schedule", schedule_chart, _oracle_walls, [GROUP], marker=ROLLOUT_GPUS),
+             [MODEL_SIZE], decimals=CHART_DECIMALS),
+    Declared("schedule", schedule_chart, _oracle_walls, [GROUP], marker=ROLLOUT_GPUS, decimals=CHART_DECIMALS),
 )
