@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from test_browser import RESIZE_SETTLES_MS, browser, site  # noqa: F401  (fixtures: the served site, Chromium)
-from test_charts import CHARTS, LINE_CHARTS
+from test_charts import CHARTS, DECLARED, LINE_CHARTS
 
 #: The width each input method is tried at: the keyboard on a desktop, the pointer on a phone.
 INPUT_AT = {1280: "keyboard", 390: "pointer"}
@@ -217,7 +217,7 @@ def check_line_drawn(name: str, state: dict, how: str) -> None:
     _, sliders, _, library, *_ = LINE_CHARTS[name]
     values = check_sliders(chart_sliders(name), state, how)
     x, rows = library(**{s.name: values[s.name] for s in sliders})
-    decimals = 0.5e-3 if name.startswith("09") else 1e-6         # chapter 9's grid keeps 3 decimals
+    decimals = max(1e-6, 0.5 * 10.0 ** -DECLARED[name].decimals + 1e-9)   # the grid's rounding, as each chart declares
     for i, row in enumerate(np.asarray(rows, dtype=float)[:len(state["keys"])]):      # the error bars after
         drawn = sorted({(px, v) for key, px, v in state["points"] if key == f"s{i}"})
         shown = np.isfinite(row)
