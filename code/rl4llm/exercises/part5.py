@@ -594,9 +594,10 @@ def _sync_mistakes() -> tuple[tuple[float, str], ...]:
 FLAT_P, FLAT_G = 0.02, 8
 
 
-def _flat_share() -> float:
-    """The expected frac_reward_zero_std: P(all G wrong) + P(all G right) (chapter 18's P(flat))."""
-    return (1 - FLAT_P) ** FLAT_G + FLAT_P ** FLAT_G
+def _flat_share(p: float = FLAT_P, G: int = FLAT_G) -> float:
+    """The expected frac_reward_zero_std: chapter 18's P(flat) of a group of G 0/1 rewards, right with chance p."""
+    from ..studies.dynamic_sampling import flat_probability
+    return flat_probability(np.array([1 - p, p]), np.array([0, 1]), G)
 
 
 def _flat_share_mistakes() -> tuple[tuple[float, str], ...]:
@@ -746,10 +747,10 @@ def _crossing_mistakes() -> tuple[tuple[float, str], ...]:
 PREFILTER_POOL, PREFILTER_N = ((500, 0.9), (500, 0.05)), 8
 
 
-def _kept(pool=PREFILTER_POOL, n: int = PREFILTER_N, never: bool = True, always: bool = True) -> float:
+def _kept(pool=PREFILTER_POOL, n: int = PREFILTER_N) -> float:
     """The expected number of prompts a filter of n answers keeps (0 < c < n): the sum over the pool of
-    1 - (1 - p)^n - p^n; ``never`` / ``always`` False leave that side's drop out (the slips)."""
-    return float(sum(count * (1 - never * (1 - p) ** n - always * p ** n) for count, p in pool))
+    1 - P(flat), a prompt's n answers being a group of n (:func:`_flat_share`)."""
+    return float(sum(count * (1 - _flat_share(p, n)) for count, p in pool))
 
 
 def _kept_mistakes() -> tuple[tuple[float, str], ...]:
@@ -757,10 +758,10 @@ def _kept_mistakes() -> tuple[tuple[float, str], ...]:
     total = sum(count for count, _ in pool)
     mean_p = sum(count * p for count, p in pool) / total
     return (
-        (_kept(always=False), "that drops only the never-right prompts; a prompt right on all 8 answers is flat "
-                              "too (p^8 = 0.43 at p = 0.9)"),
-        (_kept(never=False), "that drops only the always-right prompts; a prompt wrong on all 8 is flat too "
-                             "((1 - p)^8 = 0.66 at p = 0.05)"),
+        (sum(count * (1 - (1 - p) ** n) for count, p in pool),
+         "that drops only the never-right prompts; a prompt right on all 8 answers is flat too (p^8 = 0.43 at p = 0.9)"),
+        (sum(count * (1 - p ** n) for count, p in pool),
+         "that drops only the always-right prompts; a prompt wrong on all 8 is flat too ((1 - p)^8 = 0.66 at p = 0.05)"),
         (total - _kept(), "that counts the dropped prompts; the box asks how many are kept"),
         (_kept(((total, mean_p),)), "that averages the chances first (0.475); each prompt is kept with its own "
                                     "1 - (1 - p)^8 - p^8"),
