@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rl4llm.studies.dynamic_sampling import (draws_per_kept_group, dynamic_sampling_exact, dynamic_sampling_run,
-                                     flat_probability, groups_drawn_per_kept_group)
+                                            expected_rounds, flat_probability, groups_drawn_per_kept_group)
 from rl4llm.toy.five_token import LOGITS, REWARDS
 from rl4llm.math.distributions import softmax
 
@@ -54,3 +54,26 @@ def test_validation():
         dynamic_sampling_run(G=1)
     with pytest.raises(ValueError, match="lr must be"):
         dynamic_sampling_exact(lr=-1.0)
+
+
+@pytest.mark.parametrize("flat", [0.0, 0.5, 2 / 3, 0.75, 0.9])
+def test_expected_rounds_matches_simulated_rounds(flat):
+    """verl's rounds simulated group by group: rounds of 3 x 64 groups until 64 informative ones are kept."""
+    rng, batch = np.random.default_rng(0), 64
+    rounds = np.empty(4000, dtype=int)
+    for i in range(rounds.size):
+        kept = r = 0
+        while kept < batch:
+            kept += rng.binomial(3 * batch, 1 - flat)
+            r += 1
+        rounds[i] = r
+    se = rounds.std(ddof=1) / np.sqrt(rounds.size)
+    assert abs(expected_rounds(flat, batch) - rounds.mean()) < 4 * se + 1e-4      # at 0.5 every simulated step takes 1 round (se 0); E[R] - 1 is 1e-6
+
+
+def test_expected_rounds_limits():
+    assert expected_rounds(0.0, 64) == 1.0                                  # no flat group: one round always suffices
+    # one group a round (oversample 1, batch 1): the rounds are geometric with mean 1 / (1 - flat)
+    assert np.isclose(expected_rounds(0.8, 1, 1), 1 / 0.2)
+    with pytest.raises(ValueError, match="flat"):
+        expected_rounds(1.0, 64)

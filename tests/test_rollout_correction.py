@@ -79,6 +79,26 @@ def test_importance_weights_are_trls(mode, clip_max, clip_min):
     assert bool(outside.any()) and bool((~outside).any())        # the bounds act on some weights, not all
 
 
+@pytest.mark.parametrize("mode", IMPORTANCE_SAMPLING_MODES)
+def test_logged_weights_are_trls(mode):
+    """sampling/importance_sampling_ratio/{min,mean,max} over what TRL 1.16 takes them: a sequence mode's weights
+    flattened, a token mode's at the completion tokens only (the padding's weight 1 left out)."""
+    from trl.trainer.grpo_trainer import GRPOTrainer as TRLTrainer
+
+    source = " ".join(inspect.getsource(TRLTrainer._generate_and_score_completions).split())
+    assert ("if sequence_level_is: flat_is_ratio = vllm_importance_sampling_ratio.flatten() "
+            "else: flat_is_ratio = vllm_importance_sampling_ratio[mask]") in source
+    batch, sampler_logp = sampler_batch()
+    assert bool((batch.mask == 0).any())                    # the batch has padding, which a token mode must skip
+    weights = importance_weights(batch.old_logp, sampler_logp, batch.mask, mode=mode, clip_max=3.0)
+    ratio = trl_importance_weights(batch.old_logp, sampler_logp, batch.mask, mode, 3.0, None)
+    trl_flat = ratio.flatten() if mode.startswith("sequence") else ratio[batch.mask.bool()]
+    logged = RolloutEngineSampler.metrics(SimpleNamespace(trainer_logp=batch.old_logp, sampler_logp=sampler_logp,
+                                                          mask=batch.mask, importance_weights=weights))
+    for name, value in (("min", trl_flat.min()), ("mean", trl_flat.mean()), ("max", trl_flat.max())):
+        assert math.isclose(logged[f"sampling/importance_sampling_ratio/{name}"], float(value), rel_tol=1e-6)
+
+
 def test_off_policy_mask_is_trls():
     from trl.trainer.grpo_trainer import GRPOTrainer as TRLTrainer
 

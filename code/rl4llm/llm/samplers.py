@@ -73,14 +73,17 @@ class Sampler:
     @staticmethod
     def metrics(batch) -> dict:
         """TRL's ``sampling/*`` metrics of the batch (chapter 20): |log pi_old - log pi_sampler| over the kept
-        completion tokens (mean, max) and the importance weights (min, mean, max); NaN where not measured."""
+        completion tokens (mean, max) and the importance weights (min, mean, max: a sequence mode's over the
+        answers, a token mode's over the completion tokens only, as TRL takes them); NaN where not measured."""
         out = dict.fromkeys(SAMPLING_METRICS, math.nan)
         if batch.trainer_logp is not None and bool(batch.mask.any()):
             gap = sampler_gap(batch.trainer_logp, batch.sampler_logp, batch.mask)[batch.mask > 0].abs()
             out["sampling/sampling_logp_difference/mean"] = float(gap.mean())
             out["sampling/sampling_logp_difference/max"] = float(gap.max())
-        if batch.importance_weights is not None and batch.importance_weights.numel():
-            w = batch.importance_weights
+        w = batch.importance_weights
+        if w is not None and w.shape == batch.mask.shape:
+            w = w[batch.mask > 0]                   # a token mode's (B, T) weights: the padding left out
+        if w is not None and w.numel():
             for name, value in (("min", w.min()), ("mean", w.mean()), ("max", w.max())):
                 out[f"sampling/importance_sampling_ratio/{name}"] = float(value)
         return out
