@@ -192,3 +192,15 @@ def test_the_common_wrong_numbers_get_their_own_message(exercise, answer, says):
 def test_a_long_difference_is_described_not_printed():
     message = check("softmax", lambda z, t=1.0: np.zeros_like(np.asarray(z, float)) + 0.3)
     assert message.startswith("Not yet: on arguments") and message.count("[") <= 4, message
+
+
+def test_a_wrong_answer_is_told_how_many_decimals_to_keep():
+    """Rounding to the decimals the message asks for stays within half the tolerance: a correctly rounded answer
+    is never refused for its rounding alone."""
+    from rl4llm.exercises import SPECS, NumericExercise
+    numeric = [s for s in SPECS.values() if isinstance(s, NumericExercise)]
+    assert numeric
+    for spec in numeric:
+        assert 0.5 * 10 ** -spec.decimals <= spec.tolerance / 2
+        assert spec.verdict(round(spec.value, spec.decimals)).startswith("Correct")
+        assert f"keep {spec.decimals} decimal" in spec.wrong_message

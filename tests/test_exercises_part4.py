@@ -367,6 +367,7 @@ def _exact(update, start=True, track=None):
 @pytest.mark.parametrize("student, says", [
     (_exact(lambda z, pi, r, lr, best: z - lr * pi * (r - pi @ r)), "sign is flipped"),
     (_exact(lambda z, pi, r, lr, best: z + lr * pi * r), "the -J term is missing"),
+    (_exact(lambda z, pi, r, lr, best: z + lr * (r - pi @ r)), "the factor pi is missing"),
     (_exact(lambda z, pi, r, lr, best: z + lr * pi * (r - pi @ r), start=False), "steps + 1 values"),
     (_exact(lambda z, pi, r, lr, best: z - lr * (pi - np.eye(len(z))[best])), "SFT"),
     (_exact(lambda z, pi, r, lr, best: z + pi * (r - pi @ r)), "learning rate is ignored"),

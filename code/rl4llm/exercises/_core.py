@@ -120,8 +120,15 @@ class NumericExercise:
         return f"{CORRECT} {self.quantity} is {self.value:.{digits}g} (answers within ±{self.tolerance:g} count)."
 
     @property
+    def decimals(self) -> int:
+        """The decimals an answer keeps so that rounding alone stays well inside the tolerance: one more than
+        rounding to d decimals (an error up to 0.5 x 10^-d) needs."""
+        return max(0, math.ceil(math.log10(0.5 / self.tolerance))) + 1
+
+    @property
     def wrong_message(self) -> str:
-        return f"{NOT_YET} that is not within ±{self.tolerance:g} of {self.quantity}. {self.retry}"
+        return (f"{NOT_YET} that is not within ±{self.tolerance:g} of {self.quantity}. If you rounded, keep "
+                f"{self.decimals} decimal{'s' if self.decimals > 1 else ''}. {self.retry}")
 
     def verdict(self, answer) -> str:
         value = parse_number(answer)

@@ -500,7 +500,7 @@ def _exact_cases():
 
 
 def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, baseline=True, start=True, track="best",
-                   sft=False, ignore_lr=False):
+                   sft=False, ignore_lr=False, weighted=True):
     lr = 1.0 if ignore_lr else lr
     rewards = np.eye(len(LOGITS))[CORRECT] if rewards is None else rewards
     z, r = np.array(logits, dtype=float), np.asarray(rewards, dtype=float)
@@ -514,6 +514,8 @@ def _exact_variant(steps=30, lr=1.0, logits=LOGITS, rewards=None, *, sign=1.0, b
         pi = softmax(z)
         if sft:
             z = z - lr * (pi - np.eye(len(z))[best])
+        elif not weighted:
+            z = z + lr * (r - pi @ r)
         else:
             z = z + sign * lr * (policy_gradient(z, r) if baseline else pi * r)
         curve.append(tracked(z))
@@ -525,6 +527,8 @@ _RUN_EXACT_GRADIENT = FunctionExercise(21, run_exact_gradient, _exact_cases, (
      lambda *a, **k: _exact_variant(*a, **k, sign=-1.0)),
     ("the -J term is missing: the score of y is e_y - pi, not e_y, so grad J = pi * (r - J), not pi * r",
      lambda *a, **k: _exact_variant(*a, **k, baseline=False)),
+    ("the factor pi is missing: grad J = sum_y pi(y) r(y) (e_y - pi) = pi * (r - J), each answer's advantage "
+     "weighted by its probability, not r - J alone", lambda *a, **k: _exact_variant(*a, **k, weighted=False)),
     ("the curve must start with pi(best) before the first step: steps + 1 values",
      lambda *a, **k: _exact_variant(*a, **k, start=False)),
     ("the curve tracks J = sum pi r, which equals pi(5) only on the toy's 0/1 rewards; track pi of the "
