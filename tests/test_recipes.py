@@ -345,3 +345,21 @@ def test_logprob_kernel_bytes_refuses_an_unknown_tuning_and_no_tokens():
         logprob_kernel_bytes(QWEN25_7B, "qlora", 1024)
     with pytest.raises(ValueError, match="tokens"):
         logprob_kernel_bytes(QWEN25_7B, "full", 0)
+
+
+def test_assumptions_are_the_datasheet_and_reproduce_the_sync():
+    """``assumptions`` (printed by chapter 21) against H100 SXM's datasheet and chapter 19's stated shares, and the sync
+    seconds of every recipe recomputed by hand from its links: 2 bytes a weight over NVLink one way (450 GB/s, half of
+    the datasheet's 900 GB/s both ways; twice for ZeRO-3's gather) to a server, over the HBM within a colocated GPU."""
+    a = rc.assumptions()
+    assert (a["gpu_memory_bytes"], a["bf16_flops"], a["memory_bandwidth"]) == (80e9, 989e12, 3.35e12)
+    assert (a["training_share_of_peak_flops"], a["decoding_share_of_bandwidth"]) == (0.4, 0.6)
+    assert (a["prompt_length"], a["groups_per_gpu"]) == (512, 4)
+    for _, r in FOUND:
+        psi = r.model.n_params
+        hand = 2 * psi / 3.35e12 if r.mode == "colocate" else (1 + (r.sharding == "zero3")) * 2 * psi / 450e9
+        assert rc.recipe_seconds(r)["sync"] == pytest.approx(hand, rel=1e-12)
+        assert r.gpu_bytes <= 0.9 * a["gpu_memory_bytes"]
+    lines = rc.assumption_lines()
+    assert "80 GB" in lines[0] and "40% of the peak FLOP/s" in lines[1] and "60% of the memory bandwidth" in lines[1]
+    assert "prompts of 512 tokens; 4 groups a training GPU" in lines[2] and "450 GB/s" in lines[3]

@@ -396,6 +396,32 @@ def recipe_seconds(r: Recipe) -> dict:
     return {"rollout": rollout, "train": train, "sync": sync, "step": rollout + train + sync}
 
 
+def assumptions() -> dict:
+    """What :func:`recipe` and :func:`recipe_seconds` assume, read from this module's constants (chapter 19; chapter 21
+    prints it beside the recipes): the GPU, the shares of its peak FLOP/s and bandwidth, the prompt length, the groups a
+    training GPU holds, the completions' length and the weight sync's links. The sync is counted at the links' full
+    speed (no latency, no gather or packing), so its seconds are a lower bound; every completion is counted at its full
+    ``max_completion_length``, so the sampling seconds are an upper bound for the length."""
+    return {"gpu": "H100 SXM", "gpu_memory_bytes": H100_SXM["memory_bytes"], "bf16_flops": H100_SXM["bf16_flops"],
+            "memory_bandwidth": H100_SXM["memory_bandwidth"], "training_share_of_peak_flops": UTILISATION,
+            "decoding_share_of_bandwidth": BANDWIDTH_EFFICIENCY, "prompt_length": PROMPT_LENGTH,
+            "groups_per_gpu": GROUPS_PER_GPU, "completion_length": "every completion runs to max_completion_length",
+            "sync_bandwidth_server": NVLINK_ONE_WAY, "sync_bandwidth_colocate": H100_SXM["memory_bandwidth"]}
+
+
+def assumption_lines() -> list[str]:
+    """:func:`assumptions` as printable lines."""
+    a = assumptions()
+    return [f"GPU: {a['gpu']}, {a['gpu_memory_bytes'] / 1e9:g} GB, {a['bf16_flops'] / 1e12:g} TFLOP/s bf16 peak, "
+            f"{a['memory_bandwidth'] / 1e12:g} TB/s memory bandwidth",
+            f"training at {a['training_share_of_peak_flops']:.0%} of the peak FLOP/s; decoding at "
+            f"{a['decoding_share_of_bandwidth']:.0%} of the memory bandwidth",
+            f"prompts of {a['prompt_length']} tokens; {a['groups_per_gpu']} groups a training GPU; "
+            f"{a['completion_length']}",
+            f"weight sync at wire speed: {a['sync_bandwidth_server'] / 1e9:g} GB/s over NVLink to a server, "
+            f"{a['sync_bandwidth_colocate'] / 1e12:g} TB/s within the GPU colocated"]
+
+
 def measured_training(group_size: int = 8) -> list[dict]:
     """The count of a one-GPU colocated recipe's training side against ``H200_TRAINING``, at the micro-batch the
     H200 ran: one row per measured recipe with the counted and measured bytes (allocated and reserved), their
