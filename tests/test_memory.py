@@ -180,6 +180,23 @@ def test_generation_seconds_against_a_step_by_step_loop():
     assert generation_seconds(psi, n, P, T, flops_per_second=F, bandwidth=W, kv_bytes_per_token=kv) == pytest.approx(loop())
 
 
+def test_a_fixed_cost_per_decoding_step_adds_once_a_step_of_each_wave():
+    """step_overhead = c adds c to each of the T decoding steps of every wave, by a loop that counts the steps
+    one by one; the default 0 changes nothing."""
+    psi, P, T, F, W, kv, M = 7e9, 100, 300, 989e12, 3.35e12, 524288, 80e9
+
+    def run(n, **kw):
+        return generation_seconds(psi, n, P, T, flops_per_second=F, bandwidth=W, kv_bytes_per_token=kv,
+                                  memory_bytes=M, **kw)
+    fit = math.floor((M - 2 * psi) / ((P + T) * kv))
+    assert fit == 314
+    for n, waves in ((1, 1), (32, 1), (fit + 1, 2)):
+        assert run(n, step_overhead=0.003) == pytest.approx(run(n) + 0.003 * waves * T)
+        assert run(n, step_overhead=0.0) == run(n)
+    with pytest.raises(ValueError, match="step_overhead"):
+        run(1, step_overhead=-1e-3)
+
+
 def test_the_kv_cache_limits_how_many_sequences_decode_at_once():
     """64 sequences of 512 + 4096 tokens with Llama-2-7B's cache (0.5 MiB a token) need 154.6 GB; an 80 GB
     GPU holding 14 GB of bf16 weights fits 27 of them, so they decode in waves of 27, 27 and 10, each wave

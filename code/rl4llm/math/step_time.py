@@ -101,13 +101,16 @@ def concurrent_sequences(n_params, memory_bytes, context_length, kv_bytes_per_to
 
 
 def generation_seconds(n_params, sequences, prompt_length, completion_length, *, flops_per_second, bandwidth,
-                       weight_bytes=2, kv_bytes_per_token=0, memory_bytes=None) -> float:
+                       weight_bytes=2, kv_bytes_per_token=0, memory_bytes=None, step_overhead=0.0) -> float:
     """Prefill, then one decoding step per completion token for ``sequences`` sequences on one GPU:
     sum over steps t of max((Psi b + n (P + t) kv) / W, 2 Psi n / F), plus 2 Psi n P / F for the prompts.
     ``bandwidth`` W is what decoding sustains. With ``memory_bytes`` (and a KV cache), the sequences
-    decode in waves of at most :func:`concurrent_sequences`, one after the other."""
+    decode in waves of at most :func:`concurrent_sequences`, one after the other. ``step_overhead``: seconds
+    that every decoding step pays on top (kernel launches, scheduling, sampling; an assumption, chapter 19's
+    sweep), T of them a wave; the default 0 leaves them out."""
     psi, F, W, b = (positive_real(x, name) for x, name in ((n_params, "n_params"), (flops_per_second,
                     "flops_per_second"), (bandwidth, "bandwidth"), (weight_bytes, "weight_bytes")))
+    overhead = real_in_range(step_overhead, "step_overhead", 0, math.inf)
     n, P, T = (integer_at_least(x, name, low) for x, name, low in ((sequences, "sequences", 1),
                (prompt_length, "prompt_length", 0), (completion_length, "completion_length", 1)))
     kv = integer_at_least(kv_bytes_per_token, "kv_bytes_per_token", 0)
@@ -118,7 +121,7 @@ def generation_seconds(n_params, sequences, prompt_length, completion_length, *,
     for m in waves:                                                         # m sequences decode together
         memory = (psi * b + m * context * kv) / W
         compute = FORWARD_FLOPS * psi * m / F
-        seconds += float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * m * P / F)
+        seconds += float(np.maximum(memory, compute).sum() + FORWARD_FLOPS * psi * m * P / F) + T * overhead
     return seconds
 
 
