@@ -399,13 +399,16 @@ def recipe_seconds(r: Recipe) -> dict:
 def assumptions() -> dict:
     """What :func:`recipe` and :func:`recipe_seconds` assume, read from this module's constants (chapter 19; chapter 21
     prints it beside the recipes): the GPU, the shares of its peak FLOP/s and bandwidth, the prompt length, the groups a
-    training GPU holds, the completions' length and the weight sync's links. The sync is counted at the links' full
-    speed (no latency, no gather or packing), so its seconds are a lower bound; every completion is counted at its full
-    ``max_completion_length``, so the sampling seconds are an upper bound for the length."""
+    training GPU holds, the memory left free and vLLM's working memory, the training's extra forward passes, the
+    completions' length and the weight sync's links. The sync is counted at the links' full speed (no latency, no
+    packing), so its seconds are a lower bound; every completion is counted at its full ``max_completion_length``, and
+    no fixed cost a decoding step is counted (``generation_seconds``' ``step_overhead`` is left at 0); a server of k
+    GPUs is counted as one GPU with k times the FLOP/s and bandwidth, its GPUs' communication left out."""
     return {"gpu": "H100 SXM", "gpu_memory_bytes": H100_SXM["memory_bytes"], "bf16_flops": H100_SXM["bf16_flops"],
-            "memory_bandwidth": H100_SXM["memory_bandwidth"], "training_share_of_peak_flops": UTILISATION,
+            "memory_bandwidth": H100_SXM["memory_bandwidth"], "share_of_peak_flops": UTILISATION,
             "decoding_share_of_bandwidth": BANDWIDTH_EFFICIENCY, "prompt_length": PROMPT_LENGTH,
-            "groups_per_gpu": GROUPS_PER_GPU, "completion_length": "every completion runs to max_completion_length",
+            "groups_per_gpu": GROUPS_PER_GPU, "headroom": HEADROOM, "vllm_working_bytes": VLLM_WORKING_BYTES,
+            "extra_forwards": EXTRA_FORWARDS, "completion_length": "every completion runs to max_completion_length",
             "sync_bandwidth_server": NVLINK_ONE_WAY, "sync_bandwidth_colocate": H100_SXM["memory_bandwidth"]}
 
 
@@ -414,12 +417,17 @@ def assumption_lines() -> list[str]:
     a = assumptions()
     return [f"GPU: {a['gpu']}, {a['gpu_memory_bytes'] / 1e9:g} GB, {a['bf16_flops'] / 1e12:g} TFLOP/s bf16 peak, "
             f"{a['memory_bandwidth'] / 1e12:g} TB/s memory bandwidth",
-            f"training at {a['training_share_of_peak_flops']:.0%} of the peak FLOP/s; decoding at "
+            f"training, prefill and compute-bound decoding at {a['share_of_peak_flops']:.0%} of the peak FLOP/s "
+            f"(training with {a['extra_forwards']} extra forward passes); memory-bound decoding at "
             f"{a['decoding_share_of_bandwidth']:.0%} of the memory bandwidth",
             f"prompts of {a['prompt_length']} tokens; {a['groups_per_gpu']} groups a training GPU; "
-            f"{a['completion_length']}",
-            f"weight sync at wire speed: {a['sync_bandwidth_server'] / 1e9:g} GB/s over NVLink to a server, "
-            f"{a['sync_bandwidth_colocate'] / 1e12:g} TB/s within the GPU colocated"]
+            f"{a['completion_length']}; no fixed cost a decoding step",
+            f"memory: {a['headroom']:.0%} of each GPU left free; a vLLM engine's working memory "
+            f"{a['vllm_working_bytes'] / 1e9:g} GB",
+            "a server of k GPUs counted as one GPU with k times the FLOP/s and bandwidth (their communication left "
+            "out, so its sampling seconds are a lower bound)",
+            f"weight sync at wire speed: {a['sync_bandwidth_server'] / 1e9:g} GB/s over NVLink to a server (and a "
+            f"ZeRO-3 trainer's gather before it), {a['sync_bandwidth_colocate'] / 1e12:g} TB/s within the GPU colocated"]
 
 
 def measured_training(group_size: int = 8) -> list[dict]:
