@@ -11,7 +11,7 @@ from rl4llm.exercises._core import MALFORMED
 from rl4llm.llm.rollout_correction import importance_weights, off_policy_mask
 from rl4llm.llm.sampler_study import lognormal_weight_moments
 
-CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl", "ex-ch20-one-step-off")
+CHAPTER_20 = ("ex-ch20-sequence-weight", "ex-ch20-opsm-kl", "ex-ch20-one-step-off", "ex-ch20-async-clip")
 
 
 @pytest.mark.parametrize("exercise", CHAPTER_20)
@@ -115,3 +115,18 @@ def test_the_weight_std_by_simulation_and_from_the_moments():
     assert round(value, 4) == 0.3604
     assert "log-ratio's std" in check("ex-ch20-one-step-off", 0.3495)
     assert "variance" in check("ex-ch20-one-step-off", 0.1299)
+
+
+def test_async_clip_ratio_by_autograd():
+    """ex-ch20-async-clip: the ratio exp(log pi_theta - log pi_engine) = e^-0.4, and the clipped term of a token with
+    A = -1 at that ratio has zero gradient in log pi_theta (autograd through TRL's min(rho A, clip(rho) A)), while
+    the rescored ratio 1 keeps the gradient -1."""
+    from rl4llm.math.ppo_clip import clip_binds
+    assert math.isclose(SPECS["ex-ch20-async-clip"].value, math.exp(-0.4))
+    for engine_logp, grad in ((-0.5, 0.0), (-0.9, -1.0)):          # the engine's, then GRPOTrainer's rescored log pi_old
+        logp = torch.tensor(-0.9, requires_grad=True)
+        rho = torch.exp(logp - engine_logp)
+        term = torch.minimum(rho * -1.0, torch.clamp(rho, 0.8, 1.2) * -1.0)
+        term.backward()
+        assert math.isclose(float(logp.grad), grad, abs_tol=1e-12)
+    assert bool(clip_binds(np.array([math.exp(-0.4)]), np.array([-1.0]), 0.2))

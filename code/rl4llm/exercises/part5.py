@@ -990,6 +990,29 @@ def _weight_std_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch20-async-clip
+#: A token's log-probability under the engine (some steps old) and under the trainer's current policy.
+ASYNC_ENGINE_LOGP, ASYNC_POLICY_LOGP = -0.5, -0.9
+
+
+def _async_ratio() -> float:
+    """The ratio AsyncGRPOTrainer's clip sees: pi_theta / pi_engine = exp(log pi_theta - log pi_engine) (chapter 20)."""
+    return math.exp(ASYNC_POLICY_LOGP - ASYNC_ENGINE_LOGP)
+
+
+_ASYNC_CLIP_MISTAKES = (
+    (math.exp(ASYNC_ENGINE_LOGP - ASYNC_POLICY_LOGP), "that is the ratio inverted, pi_engine / pi_theta; the clip's "
+                                                      "ratio is the current policy's probability over the engine's"),
+    (1.0, "that is GRPOTrainer's ratio at its first inner step (it rescores the batch, so pi_old is the current "
+          "policy); AsyncGRPOTrainer does not rescore: its ratio is against the engine's log-probability"),
+    (0.8, "that is the clipped value clip(rho, 0.8, 1.2); the question asks for the ratio rho itself"),
+    (ASYNC_POLICY_LOGP - ASYNC_ENGINE_LOGP, "that is the log-ratio, log pi_theta - log pi_engine; the ratio is its "
+                                            "exponential"),
+    (ASYNC_ENGINE_LOGP - ASYNC_POLICY_LOGP, "that is the log-ratio with its sign flipped; the ratio is "
+                                            "exp(log pi_theta - log pi_engine)"),
+)
+
+
 # ---------------------------------------------------------------- lognormal_weight_moments (coding)
 def _moments_case(rng):
     """The chapter's sequence (spread 0.5 a token, four tokens, TRL's cap 3, truncated), then random ones."""
@@ -1132,5 +1155,8 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch20-one-step-off": NumericExercise(
         20, f"the std of the weight one step off at lr 1e-3, from the page's s = {ONE_STEP_S}", _weight_std, 0.002,
         _weight_std_mistakes),
+    "ex-ch20-async-clip": NumericExercise(
+        20, f"the ratio AsyncGRPOTrainer's clip sees for a token of log-probability {ASYNC_ENGINE_LOGP} under the "
+            f"engine and {ASYNC_POLICY_LOGP} under the current policy", _async_ratio, 5e-4, _ASYNC_CLIP_MISTAKES),
     "lognormal_weight_moments": _LOGNORMAL_MOMENTS,
 }

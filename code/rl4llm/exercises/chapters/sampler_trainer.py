@@ -6,7 +6,7 @@ OBJECTIVE = ("give the trainer a separate sampler (bf16, stale weights) and meas
              "and per sequence; compute TRL's four importance-sampling corrections and the off-policy mask; say "
              "from a comparison over seeds where a correction matters and why; say what TRL's asynchronous trainer "
              "computes instead (its ratio against the engine's log-probs, max_staleness) and what its clip sees")
-MINUTES = (60, 60)      # reading its text and code, doing its exercises
+MINUTES = (60, 70)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
@@ -17,6 +17,8 @@ EXERCISE_OBJECTIVES = {
                                               "cap, truncated and masked",
     "ex-ch20-one-step-off": "compute a log-normal weight's std from the log-ratio's, then predict and measure "
                             "whether a one-step-off sampler costs accuracy, and how the learning rate decides it",
+    "ex-ch20-async-clip": "compute the ratio AsyncGRPOTrainer's clip sees on a stale token and say whether its "
+                          "clipped term carries a gradient, against GRPOTrainer's rescored ratio",
 }
 #: The kind of each exercise whose title names none.
 UNTITLED_KINDS = {}
