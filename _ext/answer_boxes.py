@@ -88,7 +88,7 @@ def hashed_key(key: dict, salt: str | None = None) -> dict:
     salt = salt or secrets.token_hex(8)
     tolerance = key["tolerance"]
     step = tolerance / GRID
-    return {"quantity": key["quantity"], "tolerance": tolerance, "salt": salt, "step": step,
+    return {"quantity": key["quantity"], "tolerance": tolerance, "decimals": key["decimals"], "salt": salt, "step": step,
             "wrong": key["wrong"], "malformed": key["malformed"], "pattern": key["pattern"],
             "accept": sealed(key["value"], tolerance, step, salt, key["correct"]),
             "mistakes": [sealed(wrong, tolerance, step, salt, message) for wrong, message in key["mistakes"]]}
@@ -99,7 +99,8 @@ def box_html(exercise_id: str, key: dict) -> str:
     field = f"answer-{exercise_id}"
     return (f'<form class="answer-box" data-exercise="{escape(exercise_id)}" '
             f'data-key="{escape(json.dumps(key, ensure_ascii=False))}" novalidate>'
-            f'<label for="{field}">Your answer: {escape(key["quantity"])}</label> '
+            f'<label for="{field}">Your answer ({key["decimals"]} decimal{"s" if key["decimals"] > 1 else ""}): '
+            f'{escape(key["quantity"])}</label> '
             f'<input id="{field}" name="answer" type="text" inputmode="text" pattern="{escape(INPUT_PATTERN)}" '
             f'autocomplete="off" spellcheck="false">'
             f' <button type="submit">Check</button>'

@@ -80,6 +80,7 @@ def test_every_answer_box_of_the_book_gives_checks_verdict(built_book):
                                                    r'data-key="([^"]*)".*?<label [^>]*>([^<]*)</label>', raw):
             seen.append(exercise_id)
             assert key[exercise_id]["quantity"] in html.unescape(label), (page.name, label)
+            assert f"Your answer ({key[exercise_id]['decimals']} decimal" in html.unescape(label), (page.name, label)
             box = json.loads(html.unescape(data))
             cases += [(exercise_id, box, text) for text in _tries(exercise_id, key[exercise_id])]
     assert sorted(seen) == sorted(key)

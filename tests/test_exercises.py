@@ -203,4 +203,4 @@ def test_a_wrong_answer_is_told_how_many_decimals_to_keep():
     for spec in numeric:
         assert 0.5 * 10 ** -spec.decimals <= spec.tolerance / 2
         assert spec.verdict(round(spec.value, spec.decimals)).startswith("Correct")
-        assert f"keep {spec.decimals} decimal" in spec.wrong_message
+        assert f"keep {spec.decimals} decimal" in spec.wrong_message and spec.key()["decimals"] == spec.decimals

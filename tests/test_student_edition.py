@@ -189,7 +189,7 @@ def test_the_student_sites_answer_boxes_hold_digests_not_numbers(site):
             entry, box = key[exercise_id], json.loads(html.unescape(data))
             seen.add(exercise_id)
             assert {"value", "correct"} & set(box) == set()
-            assert {k for k, v in box.items() if isinstance(v, (int, float))} == {"tolerance", "step"}, box
+            assert {k for k, v in box.items() if isinstance(v, (int, float))} == {"tolerance", "step", "decimals"}, box
             for band, ciphertext in [box["accept"], *box["mistakes"]]:
                 assert len(band) in (2 * GRID, 2 * GRID + 1) and re.fullmatch(r"([0-9a-f]{2})+", ciphertext)
                 assert all(re.fullmatch(r"[0-9a-f]{16}", d) and re.fullmatch(r"[0-9a-f]{32}", w)

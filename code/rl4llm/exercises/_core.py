@@ -144,8 +144,8 @@ class NumericExercise:
     def key(self) -> dict:
         """What the static book's answer box needs: the answer, its tolerance and every message."""
         return {"chapter": self.chapter, "quantity": self.quantity, "value": float(self.value),
-                "tolerance": float(self.tolerance), "correct": self.correct_message, "wrong": self.wrong_message,
-                "malformed": MALFORMED, "pattern": _NUMBER_OR_FRACTION.pattern,
+                "tolerance": float(self.tolerance), "decimals": self.decimals, "correct": self.correct_message,
+                "wrong": self.wrong_message, "malformed": MALFORMED, "pattern": _NUMBER_OR_FRACTION.pattern,
                 "mistakes": [[float(wrong), f"{NOT_YET} {explanation}."] for wrong, explanation in self.mistakes]}
 
 
