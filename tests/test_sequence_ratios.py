@@ -93,3 +93,36 @@ def test_validation():
     from rl4llm.studies.sequence_ratios import sample_reweighted
     with pytest.raises(ValueError, match="at least 2 sampled answers"):
         sample_reweighted(sample_chain(2, 1, seed=0), "token")
+
+
+def test_product_weight_split_by_hand_on_the_chain_of_two():
+    # independent route: every answer (y1, y2) of the chain built by hand from the toy's softmax
+    import itertools
+    from rl4llm import LOGITS, REWARDS, softmax
+    from rl4llm.math.gradients import policy_gradient_step
+    from rl4llm.studies.sequence_ratios import product_weight_split
+    z = policy_gradient_step(policy_gradient_step(LOGITS.copy(), REWARDS, 0.5), REWARDS, 0.5)
+    pi, old = softmax(z), softmax(LOGITS)
+    J_old = old[2]
+    terms = []
+    for y1, y2 in itertools.product(range(5), repeat=2):
+        q, w = old[y1] * old[y2], pi[y1] * pi[y2] / (old[y1] * old[y2])
+        A = ((y1 == 2) + (y2 == 2)) / 2 - J_old
+        score = A * np.concatenate([np.eye(5)[y1] - pi, np.eye(5)[y2] - pi])
+        terms.append((q, w, score))
+    w2 = sum(q * w ** 2 for q, w, _ in terms)
+    y2 = sum(q * s @ s for q, _, s in terms)
+    second = sum(q * w ** 2 * s @ s for q, w, s in terms)
+    split = product_weight_split(chain_sequences(2, 2, 0.5))
+    assert np.isclose(split["w2"], w2) and np.isclose(split["score2"], y2)
+    assert np.isclose(split["second_moment"], second)
+    assert np.isclose(split["independent"] + split["covariance"], second)
+    m = reweighted_moments(chain_sequences(2, 2, 0.5), "sequence_is")
+    assert np.isclose(split["second_moment"] - split["mean_squared"], m["variance"])
+    assert np.isclose(split["mean_squared"], m["gradient"] @ m["gradient"])
+
+
+def test_product_weight_split_without_drift_has_no_covariance():
+    from rl4llm.studies.sequence_ratios import product_weight_split
+    split = product_weight_split(chain_sequences(3, 0, 1.0))
+    assert np.isclose(split["w2"], 1) and abs(split["covariance"]) < 1e-12

@@ -257,3 +257,25 @@ def sample_reweighted(task: SequenceTask, weighting: str, eps_low: float | None 
     return {"mean": mean, "mean_se": X.std(axis=0, ddof=1) / np.sqrt(n),
             "variance": float(squared.sum() / (n - 1)), "variance_se": float(squared.std(ddof=1) / np.sqrt(n)),
             "zero_share": float((zero * counted).sum() / counted.sum())}
+
+
+@checked(task=_check_task)
+def product_weight_split(task: SequenceTask) -> dict:
+    """The product weight's variance, split into three terms under pi_old, every answer of ``task``
+    enumerated (chapter 18, section *As the answer grows longer*). The estimate is X = w Y, with w = P(a) / P_old(a)
+    and Y = A sum_t g_t (the score of the whole answer), so that
+
+        variance = E[w^2] E|Y|^2  +  Cov(w^2, |Y|^2)  -  |E X|^2
+
+    the first term is what the second moment E|X|^2 would be if w were independent of the score, the second is
+    what their dependence adds, and E X = grad J(pi) since the product is unbiased. Returns ``w2`` E[w^2],
+    ``score2`` E|Y|^2, ``independent`` E[w^2] E|Y|^2, ``covariance`` Cov(w^2, |Y|^2), ``second_moment`` E|X|^2
+    and ``mean_squared`` |E X|^2."""
+    p_old = task.probs_old
+    w = task.probs / p_old
+    Y = np.einsum("nt,ntk->nk", task.mask * (task.rewards - task.baseline)[:, None], task.token_scores)
+    y2 = (Y ** 2).sum(axis=1)
+    w2, score2, second = float(p_old @ w ** 2), float(p_old @ y2), float(p_old @ (w ** 2 * y2))
+    mean = p_old @ (w[:, None] * Y)
+    return {"w2": w2, "score2": score2, "independent": w2 * score2, "covariance": second - w2 * score2,
+            "second_moment": second, "mean_squared": float(mean @ mean)}
