@@ -363,4 +363,7 @@ def test_assumptions_are_the_datasheet_and_reproduce_the_sync():
     lines = rc.assumption_lines()
     assert "80 GB" in lines[0] and "40% of the peak FLOP/s" in lines[1] and "60% of the memory bandwidth" in lines[1]
     assert "prompts of 512 tokens; 4 groups a training GPU" in lines[2] and "450 GB/s" in lines[-1]
+    assert all(r.group_size == 8 and r.micro_batch * r.accumulation == 4 * 8 for _, r in FOUND)   # 4 groups of 8
+    assert "groups of G = 8 completions a prompt (TRL's num_generations)" in lines[3]
+    assert all(r.trl_kwargs("out")["num_generations"] == 8 for _, r in FOUND)
     assert (a["headroom"], a["vllm_working_bytes"], a["extra_forwards"]) == (0.1, 2e9, 2)

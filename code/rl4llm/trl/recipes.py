@@ -106,6 +106,8 @@ LORA_LR_FACTOR = 10
 #: Chapter 19's assumptions for a step's seconds (``rl4llm.viz.real_runs.RUN``'s): 40% of the peak FLOP/s,
 #: 60% of the memory bandwidth while decoding.
 UTILISATION, BANDWIDTH_EFFICIENCY = 0.4, 0.6
+#: G, the completions a prompt (TRL's ``num_generations``) every recipe is built for unless told otherwise.
+GROUP_SIZE = 8
 #: Forward passes a step adds to forward and backward: checkpointing's recomputation, the old log-probs.
 EXTRA_FORWARDS = 2
 #: Tokens a tile of TRL 1.16's fused LM head and log-prob (``trl/kernels/chunked_logprob.py``'s ``TOKEN_CHUNK_SIZE``;
@@ -327,7 +329,7 @@ def step_peak_bytes(r: "Recipe") -> float:
 
 
 @checked(gpus=at_least(1), tuning=one_of(TUNINGS), mode=one_of(MODES), group_size=at_least(2))
-def recipe(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int = 8) -> Recipe | None:
+def recipe(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int = GROUP_SIZE) -> Recipe | None:
     """The settings chosen by the module docstring's rules, or None when nothing fits (or server mode on one
     GPU)."""
     if mode == "colocate":
@@ -363,7 +365,7 @@ def _fit(shape: ModelShape, gpus: int, tuning: str, mode: str, group_size: int, 
     return None
 
 
-def recipes(group_size: int = 8, gpu_counts=(1, 8)) -> list[tuple[tuple, Recipe | None]]:
+def recipes(group_size: int = GROUP_SIZE, gpu_counts=(1, 8)) -> list[tuple[tuple, Recipe | None]]:
     """Every (model, GPUs, tuning, mode) of ``MODELS``, ``gpu_counts``, ``TUNINGS`` and ``MODES``, with its recipe."""
     return [((shape, gpus, tuning, mode), recipe(shape, gpus, tuning, mode, group_size))
             for shape in MODELS for gpus in gpu_counts for tuning in TUNINGS for mode in MODES]
@@ -407,7 +409,8 @@ def assumptions() -> dict:
     return {"gpu": "H100 SXM", "gpu_memory_bytes": H100_SXM["memory_bytes"], "bf16_flops": H100_SXM["bf16_flops"],
             "memory_bandwidth": H100_SXM["memory_bandwidth"], "share_of_peak_flops": UTILISATION,
             "decoding_share_of_bandwidth": BANDWIDTH_EFFICIENCY, "prompt_length": PROMPT_LENGTH,
-            "groups_per_gpu": GROUPS_PER_GPU, "headroom": HEADROOM, "vllm_working_bytes": VLLM_WORKING_BYTES,
+            "groups_per_gpu": GROUPS_PER_GPU, "group_size": GROUP_SIZE, "headroom": HEADROOM,
+            "vllm_working_bytes": VLLM_WORKING_BYTES,
             "extra_forwards": EXTRA_FORWARDS, "completion_length": "every completion runs to max_completion_length",
             "sync_bandwidth_server": NVLINK_ONE_WAY, "sync_bandwidth_colocate": H100_SXM["memory_bandwidth"]}
 
@@ -422,6 +425,7 @@ def assumption_lines() -> list[str]:
             f"{a['decoding_share_of_bandwidth']:.0%} of the memory bandwidth",
             f"prompts of {a['prompt_length']} tokens; {a['groups_per_gpu']} groups a training GPU; "
             f"{a['completion_length']}; no fixed cost a decoding step",
+            f"groups of G = {a['group_size']} completions a prompt (TRL's num_generations)",
             f"memory: {a['headroom']:.0%} of each GPU left free; a vLLM engine's working memory "
             f"{a['vllm_working_bytes'] / 1e9:g} GB",
             "a server of k GPUs counted as one GPU with k times the FLOP/s and bandwidth (their communication left "
@@ -430,7 +434,7 @@ def assumption_lines() -> list[str]:
             f"ZeRO-3 trainer's gather before it), {a['sync_bandwidth_colocate'] / 1e12:g} TB/s within the GPU colocated"]
 
 
-def measured_training(group_size: int = 8) -> list[dict]:
+def measured_training(group_size: int = GROUP_SIZE) -> list[dict]:
     """The count of a one-GPU colocated recipe's training side against ``H200_TRAINING``, at the micro-batch the
     H200 ran: one row per measured recipe with the counted and measured bytes (allocated and reserved), their
     ratio, the counted training seconds (``recipe_seconds``' ``train``, at ``UTILISATION`` of the peak FLOP/s,
