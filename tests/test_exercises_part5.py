@@ -109,6 +109,8 @@ def test_the_soft_punishment_answer_is_trls_reward_function():
 @pytest.mark.parametrize("exercise, wrong, says", [
     ("ex-ch18-draws", 1.923, "that is 1 / P(flat)"),
     ("ex-ch17-dapo-weight", 0.6, "the advantage is missing"),
+    ("ex-ch17-dapo-weight", 0.375, "grpo's weight on the tokens of \"4\""),      # |-1/2| / (2 x 2) x 3
+    ("ex-ch17-dapo-weight", -0.3, "dapo's weight on the tokens of \"4\""),      # -1/2 x 3 / 5
     ("ex-ch17-k2", 0.18, "squares the difference of the probabilities"),
     ("ex-ch17-shrink", 0.0115, "that is the variance alone"),
     ("ex-ch17-sapo-weight", 1.5, "that is CISPO's weight"),

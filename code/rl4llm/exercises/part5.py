@@ -91,6 +91,11 @@ def _dapo_mistakes() -> tuple[tuple[float, str], ...]:
         (A * DAPO_CAP / DAPO_LENGTHS[1], "that divides by the OTHER answer's length; dapo divides by the sum of "
                                           "every answer's length, 3 + 2"),
         (DAPO_CAP / n, "the advantage is missing: L_max / sum_j |o_j| multiplies A = +1/2"),
+        (abs(DAPO_ADVANTAGES[1]) * DAPO_CAP / (len(DAPO_LENGTHS) * DAPO_LENGTHS[1]),
+         'that is the size of grpo\'s weight on the tokens of "4" (A / (G |o|) times L_max); the question asks for '
+         'dapo\'s on "05"'),
+        (DAPO_ADVANTAGES[1] * DAPO_CAP / n, 'that is dapo\'s weight on the tokens of "4" (A = -1/2); the question asks '
+                                            'for "05"\'s (A = +1/2)'),
     )
 
 
