@@ -6,7 +6,7 @@ import pytest
 
 from rl4llm import gae, group_advantages, softmax
 from rl4llm.math.statistics import (bootstrap_interval, false_alarm_rate_of_two_se, holm, holm_verdicts, noise_floor,
-                                   paired_noise_floor, paired_verdict, seeds_needed,
+                                   paired_noise_floor, paired_verdict, ratio_of_means, seeds_needed,
                                    standard_error, t_quantile, verdict, welch_dof, welch_p_value)
 from rl4llm.viz.source import show_source
 
@@ -212,3 +212,32 @@ def test_holm_comparisons_hold_the_numbers_holm_verdicts_prints():
         assert row["difference"] == pytest.approx(a.mean() - b.mean()) and row["floor"] == pytest.approx(noise_floor(a, b))
         assert (row["p"], row["holm_p"], row["real"]) == (pytest.approx(p_i), pytest.approx(adjusted), adjusted < 0.05)
         assert holm_line(row) == lines[name]
+
+
+@pytest.mark.parametrize("correlation", [-0.6, 0.0, 0.6])
+def test_ratio_of_means_standard_error_against_a_bootstrap(correlation):
+    """The delta-method se of mean(b) / mean(a) against a bootstrap over the pairs (fixed seeds), and, when
+    the pair is correlated, away from the independent formula that adds the relative errors in quadrature."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    cov = np.array([[0.09, correlation * 0.3 * 0.6], [correlation * 0.3 * 0.6, 0.36]])
+    a, b = rng.multivariate_normal([2.7, 2.6], cov, size=n).T
+    ratio, se = ratio_of_means(a, b)
+    assert ratio == pytest.approx(b.mean() / a.mean())
+    boot = np.random.default_rng(1).integers(0, n, size=(4000, n))
+    boot_se = (b[boot].mean(axis=1) / a[boot].mean(axis=1)).std(ddof=1)
+    assert se == pytest.approx(boot_se, rel=0.05)
+    independent = abs(ratio) * np.hypot(a.std(ddof=1) / np.sqrt(n) / a.mean(), b.std(ddof=1) / np.sqrt(n) / b.mean())
+    if correlation != 0:
+        assert abs(se - independent) / se > 0.15 and abs(boot_se - independent) / boot_se > 0.15
+
+
+def test_ratio_of_means_bad_inputs():
+    with pytest.raises(ValueError, match="a and b must have the same shape"):
+        ratio_of_means([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        ratio_of_means([1.0], [1.0])
+    with pytest.raises(ValueError, match="nonzero mean"):
+        ratio_of_means([1.0, -1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="b must"):
+        ratio_of_means([1.0, 2.0], [1.0, np.nan])

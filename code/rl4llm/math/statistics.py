@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, at_least, checked, in_range, positive_real
+from .._checks import as_float_array, at_least, checked, in_range, positive_real, same_shape, vector_of
 
 
 def per_seed(x, name: str) -> np.ndarray:
@@ -256,3 +256,28 @@ def bootstrap_interval(a, b, statistic, *, resamples: int = 10000, level: float 
     differences = np.asarray(statistic(draws[0], axis=-1)) - np.asarray(statistic(draws[1], axis=-1))
     low, high = np.quantile(differences, [level / 2.0, 1.0 - level / 2.0])
     return float(low), float(high)
+
+
+def _paired_samples(args):
+    """Relation: ``a`` and ``b`` pair up (one entry of each per batch), at least two pairs, mean(a) not 0."""
+    same_shape(args["a"], args["b"], "a", "b")
+    if args["a"].size < 2:
+        raise ValueError(f"a and b must hold at least 2 pairs, got {args['a'].size}")
+    if args["a"].mean() == 0:
+        raise ValueError("a must have a nonzero mean (it divides the ratio)")
+
+
+@checked(_paired_samples, a=vector_of(as_float_array, "real numbers"), b=vector_of(as_float_array, "real numbers"))
+def ratio_of_means(a, b) -> tuple[float, float]:
+    """``(R, se)``: the ratio of two means R = mean(b) / mean(a) over n paired samples, and its
+    delta-method standard error, which keeps the pair's covariance (chapter 17: REINFORCE++'s scales of
+    two prompts, measured on the same batches, so correlated):
+
+        se^2 = Var(b - R a) / (n mean(a)^2) = (Var b - 2 R Cov(a, b) + R^2 Var a) / (n mean(a)^2),
+
+    sample variances and covariance with ddof 1. Adding the two means' relative errors in quadrature,
+    as for independent samples, leaves out the covariance term. ``tests/test_estimator_bias.py`` checks
+    se against a bootstrap over the pairs.
+    """
+    ratio = b.mean() / a.mean()
+    return float(ratio), float((b - ratio * a).std(ddof=1) / (math.sqrt(a.size) * abs(a.mean())))

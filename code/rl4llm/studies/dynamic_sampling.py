@@ -11,14 +11,12 @@ update by 1 / (1 - P(flat)): E[X | not flat] = E[X] / (1 - P(flat)) (``dynamic_s
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._checks import as_float_array, at_least, checked, in_range, positive_real, same_shapes
 from .estimator_bias import estimator_moments, group_estimates, one_step_task
 from ..math.distributions import probability_vector
-from ..math.estimators import sample_groups
+from ..math.estimators import jhat_distribution, sample_groups
 from ..toy.five_token import LOGITS
 
 
@@ -59,15 +57,6 @@ def groups_drawn_per_kept_group(probs, rewards, G: int, n_kept: int, seed: int) 
     return counts
 
 
-def _binomial_below(n: int, q: float, b: int) -> float:
-    """P(Binomial(n, q) < b), summed in log space (no overflow at thousands of trials)."""
-    if q >= 1.0:
-        return float(n < b)
-    logs = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(q) + (n - k) * math.log1p(-q)
-            for k in range(min(b, n + 1))]
-    return float(sum(math.exp(x) for x in logs))
-
-
 @checked(flat=in_range(0.0, 1.0, high_open=True), batch=at_least(1), oversample=at_least(1))
 def expected_rounds(flat: float, batch: int, oversample: int = 3) -> float:
     """The mean number of rounds verl's dynamic sampling draws a step (chapter 18): each round samples
@@ -75,9 +64,9 @@ def expected_rounds(flat: float, batch: int, oversample: int = 3) -> float:
     groups are kept. With S_r ~ Binomial(r * oversample * batch, 1 - flat) the groups kept after r rounds,
     E[R] = sum_{r >= 0} P(S_r < batch). A round lasts as long as its longest answer, so a step's generation
     costs about E[R] rounds' time however few of a round's groups it keeps."""
-    total, r = 0.0, 0
-    while True:
-        below = _binomial_below(r * oversample * batch, 1.0 - flat, batch)
+    total, r = 1.0, 1                           # r = 0: nothing kept yet, P(S_0 < batch) = 1
+    while True:                                 # S_r's law is chapter 6's Binomial (jhat_distribution's probs)
+        below = float(jhat_distribution.unchecked(1.0 - flat, r * oversample * batch)[1][:batch].sum())
         total += below
         if below < 1e-12:
             return total

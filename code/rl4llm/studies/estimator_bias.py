@@ -24,13 +24,12 @@ Carlo check.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import (as_float_array, at_least, checked, integer_at_least, logits_vector, one_of,
-                       one_reward_per_answer, same_shape, sample_indices, vector_of)
+from .._checks import (at_least, checked, integer_at_least, logits_vector, one_of, one_reward_per_answer,
+                       sample_indices)
 from ..math.credit import group_advantages
 from ..math.distributions import softmax
 from ..math.estimators import group_count_law, sample_groups
@@ -226,27 +225,3 @@ def estimate_of_group(task: Task, group, advantage: str = "group_mean", loss_typ
     """X for one group ``group`` (answer indices into ``task.answers``), shape (n_logits,)."""
     return group_estimates(task, group, advantage, loss_type, max_completion_length)
 
-
-def _paired_samples(args):
-    """Relation: ``a`` and ``b`` pair up (one entry of each per batch), at least two pairs, mean(a) not 0."""
-    same_shape(args["a"], args["b"], "a", "b")
-    if args["a"].size < 2:
-        raise ValueError(f"a and b must hold at least 2 pairs, got {args['a'].size}")
-    if args["a"].mean() == 0:
-        raise ValueError("a must have a nonzero mean (it divides the ratio)")
-
-
-@checked(_paired_samples, a=vector_of(as_float_array, "real numbers"), b=vector_of(as_float_array, "real numbers"))
-def ratio_of_means(a, b) -> tuple[float, float]:
-    """``(R, se)``: the ratio of two means R = mean(b) / mean(a) over n paired samples, and its
-    delta-method standard error, which keeps the pair's covariance (chapter 17: REINFORCE++'s scales of
-    two prompts, measured on the same batches, so correlated):
-
-        se^2 = Var(b - R a) / (n mean(a)^2) = (Var b - 2 R Cov(a, b) + R^2 Var a) / (n mean(a)^2),
-
-    sample variances and covariance with ddof 1. Adding the two means' relative errors in quadrature,
-    as for independent samples, leaves out the covariance term. ``tests/test_estimator_bias.py`` checks
-    se against a bootstrap over the pairs.
-    """
-    ratio = b.mean() / a.mean()
-    return float(ratio), float((b - ratio * a).std(ddof=1) / (math.sqrt(a.size) * abs(a.mean())))
