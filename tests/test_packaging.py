@@ -35,6 +35,33 @@ def test_no_chapter_keeps_saved_widget_state():
     assert not kept, f"run python scripts/strip_widget_state.py: {kept}"
 
 
+def test_stored_progress_bars_show_where_they_ended_not_their_first_frame(tmp_path):
+    """A tqdm bar's saved state becomes the text it ended on (the page would show nothing, the notebook
+    ``0/15``); checked on a notebook executed here, and on every chapter as stored."""
+    import json
+    import re
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    source = "from rl4llm.llm.trainer import runs_bar\nwith runs_bar(3) as bar:\n    bar.update(2)\nprint('ok')"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    NotebookClient(notebook, kernel_name="python3").execute()
+    path = tmp_path / "bar.ipynb"
+    nbformat.write(notebook, path)
+    subprocess.run([sys.executable, "scripts/strip_widget_state.py", str(path)], cwd=ROOT, check=True,
+                   capture_output=True)
+    outputs = json.loads(path.read_text(encoding="utf-8"))["cells"][0]["outputs"]
+    assert {k: "".join(v) for k, v in outputs[0]["data"].items()} == {"text/plain": "runs:  66%|██████    | 2/3"}
+    assert outputs[1]["text"] == ["ok\n"]
+
+    first_frames = [(p.name, i) for p in sorted((ROOT / "book").glob("*.ipynb"))
+                    for i, cell in enumerate(json.loads(p.read_text(encoding="utf-8"))["cells"])
+                    for output in cell.get("outputs", [])
+                    if re.search(r"\| 0/\d+ \[", json.dumps(output.get("data", {})))]
+    assert not first_frames, f"re-execute and run python scripts/strip_widget_state.py: {first_frames}"
+
+
 TORCH_MISSING = """import importlib.abc, sys
 class _NoTorch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
