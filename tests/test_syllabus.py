@@ -45,3 +45,32 @@ def test_the_project_runs_on_chapter_15s_trainer_within_the_module():
     assert 1 <= PROJECT.week_released <= PROJECT.week_due == part_iv < len(WEEKS)
     assert "GRPOTrainer" in PROJECT.brief and "GRPOConfig" in PROJECT.brief and "chapter15_config" in PROJECT.brief
     assert {"seed", "device", "num_threads"} <= {f.name for f in fields(GRPOConfig)}
+
+
+def test_reading_load_counts_words_shown_and_folded_and_code_shown_before_the_exercises(tmp_path):
+    """rl4llm.course.reading on a page whose counts are known by hand: folded boxes (a dropdown admonition,
+    one nested in a box that stays open, a {dropdown}), fences and options that are no words, code by its
+    tags, and nothing from ``## Exercises`` on."""
+    import json
+
+    from rl4llm.course.reading import ReadingLoad, markdown_words, reading_load
+
+    page = ("Two words.\n\n```{admonition} Deep dive: three\n:class: dropdown\n\nfour more words here\n```\n\n"
+            "````{admonition} Open box\n:class: note\n\none\n```{admonition} Inner\n:class: dropdown\nx y\n```\n````\n")
+    assert markdown_words(page) == (2 + 2 + 1, 3 + 4 + 1 + 2)
+    assert markdown_words("```{dropdown} A title\nb c\n```") == (0, 4)
+    assert markdown_words("```python\nx = 1\n```") == (3, 0)          # a code block in Markdown is read
+
+    def cell(kind, source, tags=()):
+        return {"cell_type": kind, "source": source, "metadata": {"tags": list(tags)}}
+    notebook = {"cells": [cell("code", "import os\nos", ["remove-cell"]), cell("markdown", page),
+                          cell("code", "a = 1\nb = 2\nc = 3"), cell("code", "hidden = 1", ["hide-input"]),
+                          cell("markdown", "Last words.\n\n## Exercises\n\nnot counted"),
+                          cell("markdown", "nor this"), cell("code", "nor = 'this'")]}
+    path = tmp_path / "page.ipynb"
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    assert reading_load(path) == ReadingLoad(visible_words=5 + 2, folded_words=10, code_lines=3)
+    # every chapter has a main path, and Part V's folds its deep dives
+    loads = {int(p.name[:2]): reading_load(p) for p in CHAPTERS}
+    assert all(load.visible_words > 500 and load.code_lines > 0 for load in loads.values())
+    assert all(loads[c].folded_words > 1000 for c in range(17, 22))

@@ -5,7 +5,7 @@ NUMBER = 17
 PART, LECTURE = 5, 1
 OBJECTIVE = ("compute every group estimator's exact bias, variance and MSE and say which is unbiased; tell the "
              "KL estimators k1, k2, k3 apart and which gradient each leash follows")
-MINUTES = (95, 75)      # reading its text and code, doing its exercises
+MINUTES = (85, 75)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {

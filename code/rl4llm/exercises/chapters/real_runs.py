@@ -5,7 +5,7 @@ PART, LECTURE = 5, 2
 OBJECTIVE = ("add up a run's memory per GPU (16 bytes a parameter, ZeRO's stages, logits, KV cache) and its time"
              " (sampling, training, weight sync; synchronous against asynchronous); read a run's logged metrics "
              "(a loss of 0 with a gradient, flat groups, a learning rate too high)")
-MINUTES = (90, 120)     # reading its text and code, doing its exercises
+MINUTES = (80, 120)     # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {

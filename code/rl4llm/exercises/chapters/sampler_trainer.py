@@ -6,7 +6,7 @@ OBJECTIVE = ("give the trainer a separate sampler (bf16, stale weights) and meas
              "and per sequence; compute TRL's four importance-sampling corrections and the off-policy mask; say "
              "from a comparison over seeds where a correction matters and why; say what TRL's asynchronous trainer "
              "computes instead (its ratio against the engine's log-probs, max_staleness) and what its clip sees")
-MINUTES = (60, 70)      # reading its text and code, doing its exercises
+MINUTES = (55, 70)      # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {

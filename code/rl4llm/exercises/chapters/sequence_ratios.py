@@ -6,7 +6,7 @@ PART, LECTURE = 5, 1
 OBJECTIVE = ("compare GSPO's sequence ratio, the token ratio and their product; price dynamic sampling; compute "
              "pass@k and its unbiased estimator; judge TRL's entropy knobs and Clip-Cov against plain GRPO over "
              "seeds; measure pass@k over many prompts and compare a pre-filter with dynamic sampling")
-MINUTES = (90, 130)     # reading its text and code, doing its exercises
+MINUTES = (80, 130)     # reading its text and code, doing its exercises
 
 #: What a student can do after each exercise (by label).
 EXERCISE_OBJECTIVES = {
