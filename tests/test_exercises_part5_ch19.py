@@ -66,7 +66,8 @@ def test_every_mistake_gets_its_own_message(exercise):
 
 
 def test_the_mistakes_are_the_values_named():
-    assert [round(w, 4) for w, _ in SPECS["ex-ch19-bytes"].mistakes] == [48, 42, 30, 6, 50.2914, 36]
+    assert [round(w, 4) for w, _ in SPECS["ex-ch19-bytes"].mistakes] == [48, 42, 30, 6, 50.2914, 36, 60]
+    assert 3 * (16 + 4) == 60                                        # by hand: the reference in fp32
     assert [round(w, 4) for w, _ in SPECS["ex-ch19-zero2"].mistakes] == [14, 38.5, 112, 24.4472, 24.5, 40.25, 22.75, 12.25]
     assert 3 * (2 + 2 + 8) == 36 and 2 * 7 + (2 + 8) * 7 / 8 == 22.75          # by hand: the two forgotten copies
     assert (2 * 7 + 14 * 7 / 8) * 1e9 / 2 ** 30 == pytest.approx(24.4472, abs=1e-4)  # 26.25 GB in GiB
@@ -231,6 +232,9 @@ def test_the_split_experiments_result_is_the_cells_scan():
     assert (best(4096), best(20480)) == (9, 12) and SPECS["ex-ch19-split"].value == 12
     assert "at 4096 completion tokens" in check("ex-ch19-split", 9)
     assert "training GPUs" in check("ex-ch19-split", 4)
+    walls = sorted(rr.schedule_walls(7e9, split, completion=20480)["one_step_off"]["wall"] for split in range(1, 16))
+    runner_up = check("ex-ch19-split", 11)                       # the next shortest step, named with both walls
+    assert "second-shortest" in runner_up and f"{walls[1]:.1f} s against {walls[0]:.1f} s" in runner_up
 
 
 def test_the_flat_share_by_simulation_and_the_slips():

@@ -311,6 +311,8 @@ def _bytes_mistakes() -> tuple[tuple[float, str], ...]:
         (_state_gb(3e9) * 1e9 / 2 ** 30, "that is in GiB (2^30 bytes); the question counts GB = 10^9 bytes"),
         (_state_gb(3e9, reference=False, master_weights=False), "the fp32 master copy (4 bytes a parameter) and the "
                                                                 "bf16 reference (2 bytes a parameter) are both missing"),
+        (_state_gb(3e9) + 3e9 * 2 / 1e9, "that holds the reference in fp32 (4 bytes a parameter); the question's "
+                                         "reference is bf16, 2 bytes"),
     )
 
 
@@ -550,16 +552,25 @@ def _clipped_mistakes() -> tuple[tuple[float, str], ...]:
 SPLIT_COMPLETION = 20480
 
 
-def _best_split(completion: int = SPLIT_COMPLETION) -> int:
-    """The number of the 16 GPUs that sample in the shortest one-step-off step of a 7B run (``schedule_walls``)."""
+def _split_walls(completion: int) -> dict[int, float]:
+    """The one-step-off step's wall of a 7B run at each number of the 16 GPUs that sample (``schedule_walls``)."""
     from ..studies.run_schedules import schedule_walls
-    walls = {split: schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)}
+    return {split: schedule_walls(7e9, split, completion=completion)["one_step_off"]["wall"] for split in range(1, 16)}
+
+
+def _best_split(completion: int = SPLIT_COMPLETION) -> int:
+    """The number of the 16 GPUs that sample in the shortest one-step-off step of a 7B run."""
+    walls = _split_walls(completion)
     return min(walls, key=walls.get)
 
 
 def _split_mistakes() -> tuple[tuple[float, str], ...]:
     best, first = _best_split(), _best_split(4096)
+    walls = _split_walls(SPLIT_COMPLETION)
+    runner_up = sorted(walls, key=walls.get)[1]
     return (
+        (runner_up, f"that split gives the second-shortest step ({walls[runner_up]:.1f} s against "
+                    f"{walls[best]:.1f} s); compare the walls of the splits around it again"),
         (first, f"that is the best split at 4096 completion tokens; the box asks it at {SPLIT_COMPLETION}"),
         (16 - best, "that is the number of training GPUs; the box asks how many of the 16 sample"),
         (16 - first, "that is the number of training GPUs at 4096 completion tokens; the box asks how many of the "
