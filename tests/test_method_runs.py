@@ -4,8 +4,8 @@ import pytest
 
 from rl4llm import CORRECT, LOGITS, REWARDS, policy_gradient, softmax
 from rl4llm.math.estimators import gradient_by_finite_differences, sample_groups
-from rl4llm.studies.method_runs import (METHODS, method_curves, run_exact_gradient, run_grpo, run_ppo,
-                            run_reinforce, run_reinforce_baseline, run_sft, run_trpo)
+from rl4llm.studies.method_runs import (METHODS, method_curves, run_exact_gradient,
+                                        run_grpo, run_ppo, run_reinforce, run_reinforce_baseline, run_sft, run_trpo)
 from rl4llm.studies.toy_grpo import grpo_toy_run
 
 PI = softmax(LOGITS)
@@ -92,3 +92,4 @@ def test_method_curves():
 def test_bad_input(run, kwargs, name):
     with pytest.raises(ValueError, match=name):
         run(**kwargs)
+

@@ -59,6 +59,7 @@ def test_reading_load_counts_words_shown_and_folded_and_code_shown_before_the_ex
             "````{admonition} Open box\n:class: note\n\none\n```{admonition} Inner\n:class: dropdown\nx y\n```\n````\n")
     assert markdown_words(page) == (2 + 2 + 1, 3 + 4 + 1 + 2)
     assert markdown_words("```{dropdown} A title\nb c\n```") == (0, 4)
+    assert markdown_words(":::{admonition} Colon fenced\n:class: dropdown\nd e f\n:::\n\ng") == (1, 5)
     assert markdown_words("```python\nx = 1\n```") == (3, 0)          # a code block in Markdown is read
 
     def cell(kind, source, tags=()):

@@ -13,8 +13,9 @@ minutes of their own), split into
 
 A word is a run of non-space characters, as ``wc -w`` counts them (a formula between spaces is one); a
 directive's fences and option lines are not words, its title is.
-MyST's directives are found by markdown-it, the parser MyST itself is built on (``markdown-it-py``, which
-comes with Jupyter Book: the instructor guide's environment, not a dependency of ``pip install ./code``).
+MyST's directives, in backtick or colon fences, are found by markdown-it, the parser MyST itself is built on
+(``markdown-it-py`` and ``mdit-py-plugins``, which come with Jupyter Book: the instructor guide's environment, not
+dependencies of ``pip install ./code``).
 """
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ def markdown_words(source: str) -> tuple[int, int]:
     ``:class: dropdown``, or it is a ``{dropdown}``) counts as folded, title and body; inside a directive
     that stays open, the boxes that fold within it count as folded."""
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.colon_fence import colon_fence_plugin
 
     visible, folded = _words(source), 0
-    for token in MarkdownIt("commonmark").parse(source):
-        if token.type == "fence" and token.info.startswith("{"):
+    for token in MarkdownIt("commonmark").use(colon_fence_plugin).parse(source):
+        if token.type in ("fence", "colon_fence") and token.info.startswith("{"):
             directive = token.info[1:].split("}", 1)[0]
             if directive == "dropdown" or any(FOLDING.match(o) for o in _options(token.content)):
                 moved = _words("\n".join(source.splitlines()[slice(*token.map)]))

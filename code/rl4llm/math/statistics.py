@@ -239,9 +239,16 @@ def _statistic(f, name: str):
     return f
 
 
-@checked(a=per_seed, b=per_seed, statistic=_statistic, resamples=at_least(100), level=LEVEL, seed=at_least(0))
+def _paired_if_asked(args):
+    """Relation: with ``paired``, ``a`` and ``b`` hold one value per seed, the same seeds in the same order."""
+    if args["paired"]:
+        same_shape(args["a"], args["b"], "a", "b")
+
+
+@checked(_paired_if_asked, a=per_seed, b=per_seed, statistic=_statistic, resamples=at_least(100), level=LEVEL,
+         seed=at_least(0))
 def bootstrap_interval(a, b, statistic, *, resamples: int = 10000, level: float = 0.05,
-                       seed: int = 0) -> tuple[float, float]:
+                       seed: int = 0, paired: bool = False) -> tuple[float, float]:
     """Percentile bootstrap interval of statistic(a) - statistic(b), at confidence 1 - level (chapter 21).
 
     For a statistic with no noise floor of its own (a median, the width of a quantile range), each
@@ -249,10 +256,16 @@ def bootstrap_interval(a, b, statistic, *, resamples: int = 10000, level: float 
     seeded with ``seed``, so the interval is reproducible); the interval runs from the level/2 to the
     1 - level/2 quantile of the resampled differences. An interval that excludes 0 says the
     difference is larger than reseeding alone explains. ``statistic(x, axis=-1)`` reduces the last
-    axis, as ``np.median`` or ``np.std`` do.
+    axis, as ``np.median`` or ``np.std`` do. With ``paired``, one draw of seed indices picks the same
+    runs of both (``a`` and ``b`` hold one value per seed, in the same order), which keeps the pairing of
+    runs that share their random numbers at one seed.
     """
     rng = np.random.default_rng(seed)
-    draws = [x[rng.integers(0, len(x), size=(resamples, len(x)))] for x in (a, b)]
+    if paired:
+        index = rng.integers(0, len(a), size=(resamples, len(a)))
+        draws = [a[index], b[index]]
+    else:
+        draws = [x[rng.integers(0, len(x), size=(resamples, len(x)))] for x in (a, b)]
     differences = np.asarray(statistic(draws[0], axis=-1)) - np.asarray(statistic(draws[1], axis=-1))
     low, high = np.quantile(differences, [level / 2.0, 1.0 - level / 2.0])
     return float(low), float(high)

@@ -212,3 +212,4 @@ def method_curves(steps: int = 30, seeds=range(8)) -> dict[str, np.ndarray]:
         if name != "SFT":
             curves[name] = run_over_seeds(run, seeds, steps=steps)
     return curves
+

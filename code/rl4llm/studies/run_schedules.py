@@ -25,11 +25,14 @@ def kv_bytes(n_params: float) -> int:
     return round(KV_AT_7B * n_params / 7e9)
 
 
-def step_seconds(n_params: float, G: int, completion: int, rollout_gpus: int, train_gpus: int) -> dict:
+def step_seconds(n_params: float, G: int, completion: int, rollout_gpus: int, train_gpus: int, *,
+                 extra_forwards: int = 1) -> dict:
     """Rollout, training and weight-sync seconds of one step of ``RUN``. Each sampling GPU holds a full
     copy of the weights and its share of the sequences (the busiest one sets the pace); each decoding step
     reads the weights and every sequence's KV cache (:func:`kv_bytes`) at ``RUN``'s bandwidth efficiency,
-    and sequences whose caches do not fit beside the weights in 80 GB decode in later waves."""
+    and sequences whose caches do not fit beside the weights in 80 GB decode in later waves. Training counts
+    (6 + 2 ``extra_forwards``) Psi FLOPs a token: 1, the default, is 8 Psi (a reference forward pass, no
+    checkpointing); 2 is 10 Psi (chapter 19: TRL 1.16 with vLLM, full fine-tuning, its defaults)."""
     F = RUN["utilisation"] * H100_SXM["bf16_flops"]
     sequences = RUN["prompts"] * G
     tokens = sequences * (RUN["prompt_length"] + completion)
@@ -37,16 +40,18 @@ def step_seconds(n_params: float, G: int, completion: int, rollout_gpus: int, tr
                                           flops_per_second=F,
                                           bandwidth=RUN["bandwidth_efficiency"] * H100_SXM["memory_bandwidth"],
                                           kv_bytes_per_token=kv_bytes(n_params), memory_bytes=H100_SXM["memory_bytes"]),
-            "train": training_seconds(n_params, tokens, F, gpus=train_gpus),
+            "train": training_seconds(n_params, tokens, F, gpus=train_gpus, extra_forwards=extra_forwards),
             "sync": weight_sync_seconds(n_params, RUN["link_bandwidth"])}
 
 
-def schedule_walls(n_params: float, rollout_gpus: int, G: int = 8, completion: int = 4096) -> dict:
+def schedule_walls(n_params: float, rollout_gpus: int, G: int = 8, completion: int = 4096, *,
+                   extra_forwards: int = 1) -> dict:
     """A step's wall seconds under each schedule: synchronous on all of ``RUN``'s GPUs in turn (the
-    weights resharded over NVLink, one way), one-step-off and asynchronous with ``rollout_gpus`` of them sampling."""
+    weights resharded over NVLink, one way), one-step-off and asynchronous with ``rollout_gpus`` of them sampling.
+    ``extra_forwards`` sets training's FLOPs a token, as in :func:`step_seconds`."""
     gpus = RUN["gpus"]
-    together = step_seconds(n_params, G, completion, gpus, gpus)
-    apart = step_seconds(n_params, G, completion, rollout_gpus, gpus - rollout_gpus)
+    together = step_seconds(n_params, G, completion, gpus, gpus, extra_forwards=extra_forwards)
+    apart = step_seconds(n_params, G, completion, rollout_gpus, gpus - rollout_gpus, extra_forwards=extra_forwards)
     colocated_sync = weight_sync_seconds(n_params, NVLINK_ONE_WAY)
     out = {"synchronous": schedule(together["rollout"], together["train"], colocated_sync, "synchronous")}
     for mode in SCHEDULES[1:]:
