@@ -91,6 +91,18 @@ def test_an_off_policy_mask_without_an_engine_changes_nothing_at_one_inner_step(
     assert all(torch.equal(p, q) for p, q in zip(a.policy.parameters(), b.policy.parameters()))
 
 
+def test_an_off_policy_mask_that_drops_nothing_leaves_a_stale_engine_run_unchanged_to_the_bit():
+    """Chapter 20's lab: with a stale bf16 engine, the mask sets a run apart only by what it drops. A threshold
+    no sequence reaches (1e9) gives the run of the same engine without a mask, loss for loss and weight for weight."""
+    warm = warm_start().model
+    engine = RolloutEngineSampler(precision="bfloat16", staleness=4, correction=False)     # the lab's engine
+    a = GRPOTrainer(warm, TASK, SHORT, sampler=engine).train(progress=False)
+    masked = dataclasses.replace(engine, off_policy_mask_threshold=1e9)
+    b = GRPOTrainer(warm, TASK, SHORT, sampler=masked).train(progress=False)
+    assert a.metrics["loss"] == b.metrics["loss"] and any(loss != 0 for loss in a.metrics["loss"])
+    assert all(torch.equal(p, q) for p, q in zip(a.policy.parameters(), b.policy.parameters()))
+
+
 def test_a_stale_bf16_run_rescores_with_the_trainer_and_weights_each_sequence():
     sampler = RolloutEngineSampler(precision="bfloat16", staleness=2)
     trainer = GRPOTrainer(warm_start().model, TASK, SHORT, sampler=sampler)
