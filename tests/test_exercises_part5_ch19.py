@@ -96,6 +96,7 @@ def test_the_vllm_share_is_the_recipes_and_its_slips_are_named():
     assert check("ex-ch19-vllm-share", (weights + 2e9) / 1e9).startswith("Not yet: the KV cache is missing")
     assert "query heads" in check("ex-ch19-vllm-share", (weights + 2e9 + 32 * 8704 * 2 * 28 * 28 * 128 * 2) / 1e9)
     assert "a share of the GPU" in check("ex-ch19-vllm-share", 0.45)
+    assert "the name's 7B" in check("ex-ch19-vllm-share", (2 * 7e9 + 2e9 + 32 * 8704 * kv) / 1e9)   # 31.97 GB
 
 
 def test_the_lora_count_is_the_librarys_and_its_state_bytes():

@@ -631,15 +631,17 @@ def _flat_share_mistakes() -> tuple[tuple[float, str], ...]:
 
 # ---------------------------------------------------------------- ex-ch19-vllm-share (by hand)
 def _vllm_need(weights: bool = True, working: bool = True, cache: bool = True, prompt: bool = True,
-               gib: bool = False, kv_heads: int | None = None, weight_bytes: int = 2) -> float:
+               gib: bool = False, kv_heads: int | None = None, weight_bytes: int = 2,
+               n_params: float | None = None) -> float:
     """Qwen2.5-7B colocated on 8 GPUs (chapter 19's recipe): the GB each GPU's vLLM engine holds, its bf16 weights,
     2 GB of working memory and the bf16 KV cache of the GPU's 32 sequences of 512 + 8192 tokens (the share of an
     80 GB GPU the recipe sets is this over 80, rounded up to a multiple of 0.05); the arguments make the slips
-    (a part dropped, the prompt's tokens left out, GiB, the query heads cached, fp32 weights)."""
+    (a part dropped, the prompt's tokens left out, GiB, the query heads cached, fp32 weights, the name's 7B taken
+    for the parameter count)."""
     from ..math.memory import QWEN25_7B
     from ..trl.recipes import PROMPT_LENGTH, VLLM_WORKING_BYTES
     kv = kv_bytes_per_token(QWEN25_7B.n_layers, kv_heads or QWEN25_7B.n_kv_heads, QWEN25_7B.head_dim)
-    total = (weight_bytes * QWEN25_7B.n_params * weights + VLLM_WORKING_BYTES * working
+    total = (weight_bytes * (n_params or QWEN25_7B.n_params) * weights + VLLM_WORKING_BYTES * working
              + 32 * (PROMPT_LENGTH * prompt + 8192) * kv * cache)
     return total / (2 ** 30 if gib else 1e9)
 
@@ -659,6 +661,8 @@ def _vllm_need_mistakes() -> tuple[tuple[float, str], ...]:
                                                  f"grouped-query attention only the {QWEN25_7B.n_kv_heads} "
                                                  "key-value heads are cached"),
         (_vllm_need(weight_bytes=4), "the engine holds the weights in bf16, 2 bytes a parameter, not 4"),
+        (_vllm_need(n_params=7e9), f"that counts 7e9 parameters, the name's 7B; Qwen2.5-7B has "
+                                   f"{QWEN25_7B.n_params / 1e9:.2f}B (QWEN25_7B.n_params)"),
         (0.45, share), (_vllm_need() / 80, share),
     )
 
