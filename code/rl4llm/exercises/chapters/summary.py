@@ -14,4 +14,4 @@ EXERCISE_OBJECTIVES = {
     "ex-ch21-write-exact-gradient": "implement the exact-gradient learner every method approximates",
 }
 #: The kind of each exercise whose title names none.
-UNTITLED_KINDS = {"ex-ch21-knobs": "experiment"}
+UNTITLED_KINDS = {}
