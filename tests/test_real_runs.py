@@ -32,6 +32,7 @@ def test_a_palette_png_draws_the_figure_at_the_same_size_in_at_most_256_colours_
     plt.close(fig)
     a, b = Image.open(io.BytesIO(full.getvalue())).convert("RGB"), Image.open(io.BytesIO(light))
     assert b.mode == "P" and len(b.getcolors(256)) <= 256
+    assert b.info["dpi"] == Image.open(io.BytesIO(full.getvalue())).info["dpi"]      # the figure's dpi, kept
     assert a.size == b.size and len(light) < 0.8 * len(full.getvalue())
     difference = np.abs(np.asarray(a, float) - np.asarray(b.convert("RGB"), float))
     assert difference.mean() < 2.0                    # out of 255: the same picture
@@ -40,4 +41,4 @@ def test_a_palette_png_draws_the_figure_at_the_same_size_in_at_most_256_colours_
     nb = json.loads((Path(__file__).parent.parent / "book" / "19_real_runs.ipynb").read_text())
     stored = [Image.open(io.BytesIO(base64.b64decode(o["data"]["image/png"]))) for c in nb["cells"] if "draw_metrics(" in "".join(c["source"])
               for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(stored) == 3 and all(image.mode == "P" for image in stored)
+    assert len(stored) == 3 and all(image.mode == "P" and "dpi" in image.info for image in stored)

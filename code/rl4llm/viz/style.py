@@ -74,9 +74,11 @@ def palette_png(fig) -> bytes:
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", bbox_inches="tight", facecolor="white")
-    image = Image.open(buffer).convert("RGB")
+    image = Image.open(buffer)
+    dpi = image.info["dpi"]                      # matplotlib's, kept: the browser tests read labels' size from it
     out = io.BytesIO()
-    image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out, format="png", optimize=True)
+    image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        out, format="png", optimize=True, dpi=dpi)
     return out.getvalue()
 
 
