@@ -4,6 +4,8 @@ of Part IV, so that a four-week module (Parts I-IV) holds it too."""
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from rl4llm.course.assignments import PARTS, exercises
 from rl4llm.course import syllabus
 from rl4llm.course.syllabus import CHAPTER_OBJECTIVES, MINUTES, PROJECT, WEEKS, assigned, kind
@@ -71,6 +73,10 @@ def test_reading_load_counts_words_shown_and_folded_and_code_shown_before_the_ex
     path = tmp_path / "page.ipynb"
     path.write_text(json.dumps(notebook), encoding="utf-8")
     assert reading_load(path) == ReadingLoad(visible_words=5 + 2, folded_words=10, code_lines=3)
+    notebook["cells"][4]["source"] = "Last words."          # no heading: the exercises would count as reading
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    with pytest.raises(ValueError, match="has no '## Exercises' heading"):
+        reading_load(path)
     # every chapter has a main path, and Part V's folds its deep dives
     loads = {int(p.name[:2]): reading_load(p) for p in CHAPTERS}
     assert all(load.visible_words > 500 and load.code_lines > 0 for load in loads.values())

@@ -77,7 +77,9 @@ def markdown_words(source: str) -> tuple[int, int]:
 
 
 def reading_load(path: str | Path) -> ReadingLoad:
-    """What chapter notebook ``path`` shows before its ``## Exercises`` heading (module docstring)."""
+    """What chapter notebook ``path`` shows before its ``## Exercises`` heading (module docstring).
+
+    A notebook without that heading raises ``ValueError``: its exercises and solutions would count as reading."""
     visible = folded = code = 0
     for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
         source = "".join(cell["source"])
@@ -86,7 +88,7 @@ def reading_load(path: str | Path) -> ReadingLoad:
             shown, hidden = markdown_words(before)
             visible, folded = visible + shown, folded + hidden
             if exercises:
-                break
+                return ReadingLoad(visible, folded, code)
         elif cell["cell_type"] == "code" and not HIDDEN_CODE & set(cell["metadata"].get("tags", [])):
             code += len(source.splitlines())
-    return ReadingLoad(visible, folded, code)
+    raise ValueError(f"path: {path} has no '## Exercises' heading, which ends a chapter's main path")
