@@ -65,6 +65,7 @@ INLINE_RAISES = {
                            "NumericExercise.mistakes": "the mistakes are computed on first use, then checked"},
     "course/assignments.py": {"exercises": "checks a chapter notebook's cells, read from disk",
                               "_answer_cell": "checks the library's exercise registry against a notebook"},
+    "course/reading.py": {"reading_load": "checks a chapter notebook's headings, read from disk"},
     "course/grading/gradebook.py": {"autograde": "the assignment must be a folder on disk"},
     "course/grading/runner.py": {"encode": "the last branch of a switch on a student's value's type"},
 }
