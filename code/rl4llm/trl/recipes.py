@@ -311,7 +311,9 @@ def float32_load_bytes(shape: ModelShape, trainer_gpus: int, micro_batch: int, c
     """What full fine-tuning without DeepSpeed holds beyond ``memory_budget``'s 16 bytes a parameter, the model being
     loaded in float32 (TRL 1.16's default) and trained under bf16 autocast: autocast's bf16 copy of the weights
     (2 Psi), DDP's fp32 gradient buckets on more than one GPU (4 Psi: a second copy of the gradients, DDP's
-    default), and checkpoints of fp32 layer inputs (4 h bytes a token a layer where ``memory_budget`` counts 2 h)."""
+    default), and checkpoints of fp32 layer inputs (4 h bytes a token a layer where ``memory_budget`` counts 2 h).
+    Autocast keeps its bf16 copies until the forward pass ends, so they sit beside the gradients whenever those of the
+    step's earlier micro-batches are kept (``gradient_accumulation_steps`` > 1, as in every recipe here)."""
     tokens = micro_batch * (PROMPT_LENGTH + completion_length)
     return {"autocast bf16 weights": 2.0 * shape.n_params,
             "DDP gradient buckets": 4.0 * shape.n_params if trainer_gpus > 1 else 0.0,
