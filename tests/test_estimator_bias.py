@@ -1,13 +1,17 @@
 """Tests for rl4llm.studies.estimator_bias (chapter 17): the tasks' exact gradients by finite differences, the
 token weights by autograd through grpo_loss, the exact moments by Monte Carlo (within 4 standard errors,
-fixed seeds) and by chapter 9's enumeration, and every bad input."""
+fixed seeds) and by chapter 9's enumeration, dapo with many groups sharing its divisor (exact against one group
+and against Monte Carlo), and every bad input."""
 import numpy as np
 import pytest
 import torch
 
 from rl4llm import LOGITS, REWARDS, policy_gradient
-from rl4llm.studies.estimator_bias import (ADVANTAGES, Task, advantages, estimate_of_group, estimator_moments,
-                                   one_step_task, sample_estimates, token_weights, two_step_task)
+from rl4llm.studies.estimator_bias import (ADVANTAGES, Task, advantages, dapo_batch_moments, estimate_of_group,
+                                   estimator_moments, group_estimates, one_step_task, sample_estimates,
+                                   token_weights, two_step_task)
+from rl4llm.studies.length_drift import length_task
+from rl4llm.math.estimators import sample_groups
 from rl4llm.math.estimators import group_estimator_moments, total_variance_and_standard_error
 from rl4llm.math.credit import group_advantages
 from rl4llm.math.loss_types import LOSS_TYPES
@@ -118,6 +122,46 @@ def test_sample_estimates_is_seeded():
     assert np.array_equal(sample_estimates(TWO, 3, 50, 1), sample_estimates(TWO, 3, 50, 1))
 
 
+LENGTH = length_task()
+
+
+@pytest.mark.parametrize("task, cap", [(TWO, None), (LENGTH, 12), (length_task(overlong="filter"), 12)])
+@pytest.mark.parametrize("advantage", ADVANTAGES)
+def test_dapo_batch_of_one_group_is_estimator_moments_dapo(task, cap, advantage):
+    ours = dapo_batch_moments(task, 5, 1, advantage, cap)
+    theirs = estimator_moments(task, 5, advantage, "dapo", cap)
+    assert np.allclose(ours["mean"], theirs["mean"], rtol=1e-12, atol=1e-15)
+    for key in ("bias_norm", "relative_bias", "cosine", "scale"):
+        assert np.isclose(ours[key], theirs[key], rtol=1e-12)
+
+
+@pytest.mark.parametrize("task, cap", [(TWO, 3), (LENGTH, 12)])
+def test_dapo_batch_of_four_groups_against_monte_carlo(task, cap):
+    """B = 4 groups of 8 drawn at random, one divisor: the batch's token count."""
+    B, G, n = 4, 8, 20_000
+    exact = dapo_batch_moments(task, G, B, "rloo", cap)["mean"]
+    samples = sample_groups(task.probs, G, n * B, np.random.default_rng(11)).reshape(n, B, G)
+    sum_Ag = G * group_estimates(task, samples, "rloo", "dr_grpo", cap).sum(axis=1)      # (n, n_logits)
+    tokens = task.lengths[samples].sum(axis=(1, 2))
+    x = cap * sum_Ag / tokens[:, None]
+    se = x.std(axis=0, ddof=1) / np.sqrt(n)
+    assert np.all(np.abs(x.mean(axis=0) - exact) < 4 * se + 1e-12)
+    if task is LENGTH:                         # there the check tells B = 4 from B = 1 (on TWO they lie too close)
+        one = dapo_batch_moments(task, G, 1, "rloo", cap)["mean"]
+        assert np.linalg.norm(x.mean(axis=0) - one) > 4 * np.linalg.norm(se)
+
+
+def test_dapo_batch_turns_towards_dr_grpo_as_groups_share_the_divisor():
+    dr = estimator_moments(LENGTH, 8, "rloo", "dr_grpo", 12)["mean"]
+    cosines = []
+    for B in (1, 4, 16, 64):
+        m = dapo_batch_moments(LENGTH, 8, B, "rloo", 12)["mean"]
+        cosines.append(m @ dr / (np.linalg.norm(m) * np.linalg.norm(dr)))
+    assert all(a < b for a, b in zip(cosines, cosines[1:])) and cosines[-1] > 1 - 1e-5
+    to_grad_J = [dapo_batch_moments(LENGTH, 8, B, "rloo", 12)["cosine"] for B in (1, 64)]
+    assert to_grad_J[1] > to_grad_J[0]                         # RLOO's dr_grpo mean is grad J itself
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="task must be a Task"):
         estimator_moments("toy", 4)
@@ -139,4 +183,17 @@ def test_bad_inputs():
         sample_estimates(ONE, 4, 0, 1)
     with pytest.raises(ValueError, match="rewards must be"):
         one_step_task(LOGITS, [0, 1])
+    for bad in (0, 1.5, -1):
+        with pytest.raises(ValueError, match="n_groups must be"):
+            dapo_batch_moments(TWO, 4, bad)
+    with pytest.raises(ValueError, match="G must be"):
+        dapo_batch_moments(TWO, 1, 4, "rloo")
+    with pytest.raises(ValueError, match="task must be a Task"):
+        dapo_batch_moments("toy", 4, 4)
+    with pytest.raises(ValueError, match="advantage must be one of"):
+        dapo_batch_moments(TWO, 4, 4, "ppo")
+    with pytest.raises(ValueError, match="reinforce_pp"):
+        dapo_batch_moments(TWO, 4, 2, "reinforce_pp")
+    with pytest.raises(ValueError, match="max_completion_length must be"):
+        dapo_batch_moments(TWO, 4, 2, max_completion_length=2)
     assert isinstance(ONE, Task)

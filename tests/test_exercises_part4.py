@@ -21,7 +21,7 @@ from rl4llm.math.statistics import seeds_needed
 from rl4llm.toy.verifier import EOS_MARKER
 
 PART4 = {"ex-ch15-seeds": 15, "addition_reward": 15, "ex-ch16-split": 16, "data_parallel_loss": 16,
-         "ex-ch21-k3": 21, "ex-ch21-knobs": 21, "ex-ch21-samples": 21,
+         "ex-ch21-k3": 21, "ex-ch21-ahead": 21, "ex-ch21-knobs": 21, "ex-ch21-samples": 21,
          "run_exact_gradient": 21}
 
 
@@ -323,6 +323,37 @@ def test_k3_by_hand():
     assert "KL(pi_theta || pi_ref)" in check("ex-ch21-k3", "0.8318")
     assert check("ex-ch21-k3", 0.1).startswith("Not yet: that is not within")
     assert check("ex-ch21-k3", "abc") == MALFORMED
+
+
+# ----------------------------------------------------------------------------- ex-ch21-ahead
+def test_ahead_by_hand():
+    spec = SPECS["ex-ch21-ahead"]
+    # gradient_accumulation_steps % (steps_per_generation x num_iterations), steps_per_generation defaulting to gas
+    assert [4 % (4 * 1), 1 % (1 * 2), 4 % (8 * 1), 2 % (1 * 2), 8 % (2 * 2)] == [0, 1, 4, 0, 0]
+    assert part4.settings_recomputed() == {"a": False, "b": True, "c": True, "d": False, "e": False}
+    # counting the settings with num_iterations above 1, (b), (d) and (e), is not the answer
+    assert sum(s.get("num_iterations", 1) > 1 for s in part4.AHEAD_SETTINGS.values()) == 3 != spec.value
+    assert spec.value == 2 and spec.tolerance == 0.3
+    for answer in (2, "2", "2.0", 2.2):
+        assert check("ex-ch21-ahead", answer).startswith("Correct:"), answer
+    assert "(a), (d) or (e)" in check("ex-ch21-ahead", 3)
+    assert "two settings too many" in check("ex-ch21-ahead", 4)
+    assert "(b) and (c) both count" in check("ex-ch21-ahead", 1)
+    assert "modulo the wrong way round" in check("ex-ch21-ahead", 1)
+    assert "vLLM's importance-sampling correction were on" in check("ex-ch21-ahead", 5)
+    assert check("ex-ch21-ahead", 0).startswith("Not yet: none:")
+    assert check("ex-ch21-ahead", 6).startswith("Not yet: that is not within")
+    assert check("ex-ch21-ahead", 1.5).startswith("Not yet: that is not within")
+    assert check("ex-ch21-ahead", "two") == MALFORMED
+
+
+def test_ahead_count_is_the_library_rules(monkeypatch):
+    """The answer is counted with rl4llm.trl.knobs.old_logps_recomputed, not written down."""
+    from rl4llm.trl import knobs
+    assert part4.settings_ahead_count() == sum(knobs.old_logps_recomputed(**kwargs)
+                                               for kwargs in part4.AHEAD_SETTINGS.values())
+    monkeypatch.setattr(knobs, "old_logps_recomputed", lambda *args, **kwargs: True)
+    assert part4.settings_ahead_count() == len(part4.AHEAD_SETTINGS)
 
 
 def test_k3_depends_only_on_the_sampled_token():

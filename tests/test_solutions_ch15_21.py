@@ -512,6 +512,35 @@ def test_ch21_k3_solution():
         assert line in printed, line
 
 
+# ----------------------------------------------------------------------------- ex-ch21-ahead
+def test_ch21_ahead_solution():
+    from rl4llm.exercises import SPECS
+    from rl4llm.trl.knobs import old_logps_recomputed
+    cases = {"(a)": (4, None, 1), "(b)": (1, None, 2), "(c)": (4, 8, 1), "(d)": (2, 1, 2), "(e)": (8, 2, 2)}
+    remainders = {case: gas % ((gas if spg is None else spg) * K) for case, (gas, spg, K) in cases.items()}
+    assert remainders == {"(a)": 0, "(b)": 1, "(c)": 4, "(d)": 0, "(e)": 0}
+    assert {case: old_logps_recomputed(*args) for case, args in cases.items()} == {
+        case: r != 0 for case, r in remainders.items()}
+    assert sum(old_logps_recomputed(*args) for args in cases.values()) == 2
+    assert all(old_logps_recomputed(*args, vllm_correction=True) for args in cases.values())
+    printed = _stored_output(CH21, "old_logps_recomputed(gas, fields.get")
+    for line in ("(a) gradient_accumulation_steps=4: 4 % (4 x 1) = 0; old log-probs computed: False",
+                 "(b) gradient_accumulation_steps=1, num_iterations=2: 1 % (1 x 2) = 1; old log-probs computed: True",
+                 "(c) gradient_accumulation_steps=4, steps_per_generation=8: 4 % (8 x 1) = 4; old log-probs computed: True",
+                 "(d) gradient_accumulation_steps=2, num_iterations=2, steps_per_generation=1: 2 % (1 x 2) = 0; "
+                 "old log-probs computed: False",
+                 "(e) gradient_accumulation_steps=8, num_iterations=2, steps_per_generation=2: 8 % (2 x 2) = 0; "
+                 "old log-probs computed: False",
+                 "computed in 2 of the 5; with vLLM's correction on, in 5 of the 5"):
+        assert line in printed, line
+    solution = _solution(CH21, "ex-ch21-ahead")
+    for text in ("(a) 4 % (4 × 1) = 0: no", "(b) 1 % (1 × 2) = 1: yes", "(c) 4 % (8 × 1) = 4: yes",
+                 "(d) 2 % (1 × 2) = 0: no", "(e) 8 % (2 × 2) = 0: no", "So the count is 2", "§5", "`num_iterations`",
+                 "`steps_per_generation`", "`gradient_accumulation_steps`"):
+        assert text in solution, text
+    assert SPECS["ex-ch21-ahead"].value == 2
+
+
 # ----------------------------------------------------------------------------- ex-ch21-write-exact-gradient
 def test_ch21_exact_gradient_solution():
     from rl4llm.studies.method_runs import run_exact_gradient

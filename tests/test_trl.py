@@ -138,6 +138,55 @@ def test_the_sampler_knob_table_reads_both_trainers_defaults():
         sampler_knob_table("bfloat16")
 
 
+def _policy_ahead_by_schedule(gas: int, spg: int, K: int, horizon: int = 200) -> bool:
+    """An independent statement of the rule: walk TRL's micro-batches. A batch is generated at every micro-batch
+    s with s % (spg K) == 0 and used until the next; an optimizer step falls before every micro-batch t with
+    t % gas == 0 (t > 0). pi is ahead of the sampler when a step falls between a batch's generation and a later
+    micro-batch that uses it."""
+    for s in range(horizon):
+        generated_at = s - s % (spg * K)
+        if any(t % gas == 0 for t in range(generated_at + 1, s + 1)):
+            return True
+    return False
+
+
+def test_old_logps_recomputed_is_the_micro_batch_schedule():
+    from rl4llm.trl.knobs import old_logps_recomputed
+    for gas, spg, K in itertools.product(range(1, 9), [None, *range(1, 9)], range(1, 5)):
+        ahead = _policy_ahead_by_schedule(gas, gas if spg is None else spg, K)
+        assert old_logps_recomputed(gas, spg, K) is ahead, (gas, spg, K)
+        assert old_logps_recomputed(gas, spg, K, vllm_correction=True) is True
+    # chapter 21's exercise (ex-ch21-ahead) and chapter 17's two examples
+    assert [old_logps_recomputed(4), old_logps_recomputed(1, num_iterations=2), old_logps_recomputed(4, 8),
+            old_logps_recomputed(2, 1, 2)] == [False, True, True, False]
+    assert (old_logps_recomputed(4, 2, 2), old_logps_recomputed(4, 3, 1)) == (False, True)
+
+
+def test_old_logps_recomputed_reads_trls_source(tmp_path):
+    import inspect
+    from trl.trainer.grpo_trainer import GRPOTrainer as TRLTrainer
+    generate = " ".join(inspect.getsource(TRLTrainer._generate_and_score_completions).split())
+    assert "generate_every = self.args.steps_per_generation * self.num_iterations" in generate
+    assert ("if self.args.gradient_accumulation_steps % generate_every != 0 or ( "
+            "self.use_vllm and self.vllm_importance_sampling_correction )") in generate
+    assert "per_token_logps.detach() if old_per_token_logps is None" in inspect.getsource(TRLTrainer._compute_loss)
+    with quiet():      # steps_per_generation=None becomes gradient_accumulation_steps (GRPOConfig.__post_init__)
+        args = trl.GRPOConfig(output_dir=str(tmp_path), gradient_accumulation_steps=4, use_cpu=True, report_to="none")
+    assert args.steps_per_generation == 4
+
+
+def test_old_logps_recomputed_bad_inputs():
+    from rl4llm.trl.knobs import old_logps_recomputed
+    for kwargs, name in (({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps"),
+                         ({"gradient_accumulation_steps": 2.0}, "gradient_accumulation_steps"),
+                         ({"gradient_accumulation_steps": 1, "steps_per_generation": 0}, "steps_per_generation"),
+                         ({"gradient_accumulation_steps": 1, "num_iterations": True}, "num_iterations"),
+                         ({"gradient_accumulation_steps": 1, "num_iterations": 0}, "num_iterations"),
+                         ({"gradient_accumulation_steps": 1, "vllm_correction": 1}, "vllm_correction")):
+        with pytest.raises(ValueError, match=name):
+            old_logps_recomputed(**kwargs)
+
+
 def test_knob_table_rows_agree_with_the_mapping():
     rows = knob_table(BUSY)
     kwargs = trl_config_kwargs(BUSY)

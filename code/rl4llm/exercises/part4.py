@@ -2,7 +2,8 @@
 
 - Chapter 15: how many seeds a comparison needs (by hand); the safe verifier ``addition_reward``.
 - Chapter 16: ``bnpo`` on two processes (by hand); the all-reduced loss ``data_parallel_loss``.
-- Chapter 21: the k3 penalty of one token (by hand); the exact-gradient learner ``run_exact_gradient``.
+- Chapter 21: the k3 penalty of one token (by hand); when TRL computes the old log-probs (by hand); the
+  exact-gradient learner ``run_exact_gradient``.
 
 Every check here is plain arithmetic on small seeded inputs, so it prints the same verdict on every
 CPU. The verifier's cases are strings only, each harmless even if a student's function hands it to
@@ -411,6 +412,54 @@ def _k3_mistakes() -> tuple[tuple[float, str], ...]:
     )
 
 
+# ---------------------------------------------------------------- ex-ch21-ahead (by hand)
+#: The by-hand question's five TRL 1.16 GRPOConfig settings (vLLM off, every other field at its default), as
+#: ``old_logps_recomputed``'s keyword arguments. (d) and (e) set ``num_iterations = 2`` and still compute none,
+#: so counting the settings with ``num_iterations`` above 1 does not give the answer.
+AHEAD_SETTINGS = {
+    "a": {"gradient_accumulation_steps": 4},
+    "b": {"gradient_accumulation_steps": 1, "num_iterations": 2},
+    "c": {"gradient_accumulation_steps": 4, "steps_per_generation": 8},
+    "d": {"gradient_accumulation_steps": 2, "num_iterations": 2, "steps_per_generation": 1},
+    "e": {"gradient_accumulation_steps": 8, "num_iterations": 2, "steps_per_generation": 2},
+}
+
+
+def settings_recomputed(settings: dict = AHEAD_SETTINGS, vllm_correction: bool = False) -> dict[str, bool]:
+    """For each setting, whether TRL 1.16 computes the old log-probs (``rl4llm.trl.knobs.old_logps_recomputed``)."""
+    from ..trl.knobs import old_logps_recomputed      # rl4llm.trl.knobs imports torch
+    return {name: old_logps_recomputed(**kwargs, vllm_correction=vllm_correction) for name, kwargs in settings.items()}
+
+
+def settings_ahead_count() -> int:
+    """How many of :data:`AHEAD_SETTINGS` have TRL compute the old log-probs, so that its clip can act."""
+    return sum(settings_recomputed().values())
+
+
+def _ahead_mistakes() -> tuple[tuple[float, str], ...]:
+    answer = settings_ahead_count()
+    rule = "the rule is gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0"
+    return (
+        (answer + 1, "one setting too many: (a), (d) or (e). Neither gradient_accumulation_steps above 1 nor "
+                     f"num_iterations = 2 decides it alone: {rule}. In (a) steps_per_generation defaults to "
+                     "gradient_accumulation_steps, 4 % (4 x 1) = 0; in (d) 2 % (1 x 2) = 0 and in (e) 8 % (2 x 2) = 0: "
+                     "all of a generated batch's passes fall inside one optimizer step, so the policy is never ahead "
+                     "of the sampler"),
+        (answer + 2, "two settings too many: did you count every setting that sets num_iterations = 2 or "
+                     f"steps_per_generation? {rule}, and only (b) and (c) leave a remainder: 1 % (1 x 2) = 1 and "
+                     "4 % (8 x 1) = 4; (d) and (e) give 2 % (1 x 2) = 0 and 8 % (2 x 2) = 0"),
+        (answer - 1, "one setting too few: (b) and (c) both count. In (b) one batch is used twice, 1 % (1 x 2) = 1; "
+                     "in (c) one batch feeds 8 micro-batches, two optimizer steps, 4 % 8 = 4: steps_per_generation "
+                     "above gradient_accumulation_steps puts the policy ahead even with num_iterations = 1. (Is the "
+                     "modulo the wrong way round? TRL computes gradient_accumulation_steps % (steps_per_generation x "
+                     "num_iterations).)"),
+        (len(AHEAD_SETTINGS), "that counts all five, as if vLLM's importance-sampling correction were on (then "
+                              "every setting computes the old log-probs); vLLM is off here, so only the rule "
+                              "gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0 decides"),
+        (0, f"none: {rule}, and (b) gives 1 % (1 x 2) = 1, (c) 4 % (8 x 1) = 4"),
+    )
+
+
 # ---------------------------------------------------------------- ex-ch21-knobs (experiment)
 def _grpo_after_five(lr_factor: float = 2.0, K: int | None = None, seeds=range(32), step: int = 5) -> float:
     """GRPO's pi(5) after 5 steps on the toy, mean over seeds 0-31, with its learning rate times ``lr_factor`` (and
@@ -552,6 +601,9 @@ SPECS: dict[str, FunctionExercise | NumericExercise] = {
     "ex-ch21-k3": NumericExercise(
         21, f"k3 on a sampled 5 at pi_theta(5) = {K3_PI_5}, pi_ref(5) = 0.2", k3_of_sampled_5, 5e-4,
         _k3_mistakes()),
+    "ex-ch21-ahead": NumericExercise(
+        21, "the number of the five TRL settings in which GRPOTrainer computes the old log-probs",
+        settings_ahead_count, 0.3, _ahead_mistakes),
     "ex-ch21-knobs": NumericExercise(
         21, "GRPO's pi(5) after 5 steps with its learning rate doubled, mean over seeds 0-31", _grpo_after_five,
         5e-4, _knobs_mistakes, retry=EXPERIMENT_RETRY),

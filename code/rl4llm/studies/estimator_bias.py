@@ -20,7 +20,8 @@ The law of a group is multinomial over the answers (``group_count_law``), so E[X
 E[X] - grad J, its total variance E|X - E X|^2 (the trace of the covariance) and its mean squared
 error E|X - grad J|^2 = variance + |bias|^2 are exact sums over every group composition
 (``estimator_moments``); ``sample_estimates`` draws the same estimates at random, for the Monte
-Carlo check.
+Carlo check. ``dapo_batch_moments`` is ``dapo``'s exact mean when several groups share its divisor, the token
+count of the whole batch, as in TRL.
 """
 from __future__ import annotations
 
@@ -225,3 +226,56 @@ def estimate_of_group(task: Task, group, advantage: str = "group_mean", loss_typ
     """X for one group ``group`` (answer indices into ``task.answers``), shape (n_logits,)."""
     return group_estimates(task, group, advantage, loss_type, max_completion_length)
 
+
+def _batch_of_groups(args):
+    """Relation: G and the cap as for one group (``_group_size_and_cap``); ``"reinforce_pp"`` only with one
+    group, since its token-counted statistics span the whole batch and so couple the groups."""
+    _group_size_and_cap(args)
+    if args["advantage"] == "reinforce_pp" and args["n_groups"] > 1:
+        raise ValueError("advantage 'reinforce_pp' normalises over the whole batch, so it couples the groups: "
+                         "dapo_batch_moments takes it only with n_groups = 1")
+
+
+@checked(_batch_of_groups, n_groups=at_least(1), task=_check_task, advantage=one_of(ADVANTAGES))
+def dapo_batch_moments(task: Task, G: int, n_groups: int, advantage: str = "group_mean",
+                       max_completion_length: int | None = None) -> dict:
+    """``dapo``'s exact mean when ``n_groups`` = B groups of G share one token-count divisor (chapter 17).
+
+    TRL 1.16's ``dapo`` (and ``cispo``, ``vespo``: the ``elif self.loss_type in ["cispo", "dapo", "vespo"]``
+    branch of ``GRPOTrainer._compute_loss``, ``grpo_trainer.py``) divides each micro-batch's token sum by
+    ``num_items_in_batch``, the unmasked completion tokens of the whole generation batch gathered over every
+    process (``_generate_and_score_completions``), times ``gradient_accumulation_steps / (num_processes *
+    steps_per_generation)``; the optimiser step sums its accumulation window's gradients and averages over the
+    processes. So the step's gradient is the token sum of every answer the step uses over (that generation
+    batch's token count) x ``gradient_accumulation_steps / steps_per_generation``: with TRL's default
+    ``steps_per_generation`` = ``gradient_accumulation_steps``, the token count of all the answers of the step,
+    all its groups. ``estimator_moments(..., "dapo")`` is the case B = 1. With B groups, in ``dr_grpo``'s units,
+
+        X_B = (L_max / S) sum_b sum_i A_{b,i} g(a_{b,i}),    S = sum_b sum_i |a_{b,i}| (the batch's token count)
+
+    (the advantages within each group; an answer masked by ``task.kept`` counts neither in S nor in the sum).
+    By symmetry E[X_B] = B L_max E[ sum_i A_{1,i} g(a_{1,i}) / (S_1 + S_rest) ], and S_rest, the token count of
+    the other B - 1 groups, is independent of group 1, its law the (B - 1)-fold convolution of one group's. So
+    the sum runs over group 1's compositions c (as ``estimator_moments``), each's sum_i A_i g(a_i) = G times
+    its ``dr_grpo`` estimate, weighted by B L_max E[1 / (s_c + S_rest)]. As B grows S / B tends to E[S_1] and
+    the direction to ``dr_grpo``'s. Returns ``mean``, ``gradient``, ``bias``, ``bias_norm``,
+    ``relative_bias``, ``cosine`` and ``scale``, as ``estimator_moments`` does. ``advantage="reinforce_pp"``
+    (statistics over the whole batch) only with B = 1.
+    """
+    counts, law = group_count_law(task.probs, G)
+    sum_Ag = G * group_estimates(task, _groups_of_counts(counts), advantage, "dr_grpo", max_completion_length)
+    kept = task.lengths if task.kept is None else task.lengths * task.kept
+    s = counts @ kept                                           # each composition's token count
+    one_group = np.bincount(s, weights=law)                     # its law, indexed by the count
+    rest = np.ones(1)                                           # S_rest's law: B - 1 convolutions of one group's
+    for _ in range(n_groups - 1):
+        rest = np.convolve(rest, one_group)
+    totals = s[:, None] + np.arange(rest.size)[None, :]         # S = s_c + S_rest, every value
+    inverse = (rest[None, :] / np.maximum(totals, 1)).sum(axis=1)   # E[1 / S | group 1 = c] (TRL clamps at 1)
+    mean = (n_groups * max_completion_length * law * inverse) @ sum_Ag
+    grad = task.gradient
+    bias = mean - grad
+    return {"mean": mean, "gradient": grad, "bias": bias, "bias_norm": float(np.linalg.norm(bias)),
+            "relative_bias": float(np.linalg.norm(bias) / np.linalg.norm(grad)),
+            "cosine": float(mean @ grad / (np.linalg.norm(mean) * np.linalg.norm(grad))),
+            "scale": float(mean @ grad / (grad @ grad))}

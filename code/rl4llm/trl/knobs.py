@@ -4,8 +4,9 @@
 17-20 (``kl``, ``ratio``, ``sampler``: :mod:`rl4llm.llm.kl_placement`, :mod:`rl4llm.llm.ratios`,
 :mod:`rl4llm.llm.samplers`) to keyword arguments of ``trl.GRPOConfig``; :func:`knob_table` lays the
 mapping out beside TRL's own defaults;
-:func:`adam_step_with_trl_advantages` measures what TRL's smaller advantages do to the book's AdamW
-steps (next to nothing: Adam divides a constant gradient scale out). ``trl`` is imported inside the
+:func:`old_logps_recomputed` states when TRL's ``GRPOTrainer`` computes the old log-probs, so that its ratio can
+leave 1 (chapters 17 and 21); :func:`adam_step_with_trl_advantages` measures what TRL's smaller advantages do to
+the book's AdamW steps (next to nothing: Adam divides a constant gradient scale out). ``trl`` is imported inside the
 functions that need it, so ``import rl4llm`` does not import it.
 
 Differences by design, which the mapping cannot remove (chapter 16 shows each):
@@ -27,7 +28,7 @@ from dataclasses import replace
 
 import torch
 
-from .._checks import at_least, checked, instance_of, integer_at_least, positive_real
+from .._checks import at_least, checked, flag, instance_of, integer_at_least, optional, positive_real
 from ..llm.entropy import EntropyControl
 from ..llm.kl_placement import KLInLoss, KLInReward
 from ..llm.objectives import EPS_MAX, SOFT_KNOBS
@@ -113,6 +114,34 @@ def cispo_trl_kwargs(eps_max: float = EPS_MAX) -> dict:
     weight as ``clamp(coef_1, max=epsilon_high)`` (a clip-higher width such as DAPO's 0.28 would cap
     every weight at 0.28). TRL's ``epsilon`` (the lower width) plays no part in CISPO's loss."""
     return {"loss_type": "cispo", "epsilon_high": eps_max}
+
+
+@checked(gradient_accumulation_steps=at_least(1), steps_per_generation=optional(at_least(1)),
+         num_iterations=at_least(1), vllm_correction=flag)
+def old_logps_recomputed(gradient_accumulation_steps: int, steps_per_generation: int | None = None,
+                         num_iterations: int = 1, vllm_correction: bool = False) -> bool:
+    """Whether TRL 1.16's ``GRPOTrainer`` computes the old policy's log-probs for a generated batch (chapters 17
+    and 21): only then can the ratio leave 1 and the clip act.
+
+    The rule, with ``K = num_iterations`` and ``S = steps_per_generation``::
+
+        recomputed = gradient_accumulation_steps % (S * K) != 0  or  vllm_correction
+
+    read from ``GRPOTrainer._generate_and_score_completions``: ``generate_every = self.args.steps_per_generation *
+    self.num_iterations``, then the old log-probs are computed ``if self.args.gradient_accumulation_steps %
+    generate_every != 0 or (self.use_vllm and self.vllm_importance_sampling_correction)``. Otherwise they are None
+    and ``_compute_loss`` takes the current log-probs, detached, as the ratio's denominator: the ratio is exactly 1.
+    A generated batch feeds ``S * K`` micro-batches and an optimizer step comes every ``gradient_accumulation_steps``
+    of them; when ``gradient_accumulation_steps`` is not a multiple of ``S * K``, an optimizer step falls inside some
+    batch's turn, and the micro-batches after it are trained on by a policy ahead of the one that sampled.
+    ``vllm_correction`` is ``use_vllm and vllm_importance_sampling_correction`` (the correction's weight needs the
+    old log-probs; where the first condition fails they come from the same weights, and the ratio is 1 up to
+    rounding, and dropout if the model has any). ``steps_per_generation=None`` is TRL's default, which ``GRPOConfig.__post_init__`` sets to ``gradient_accumulation_steps`` (when
+    ``generation_batch_size`` is unset too). Chapter 17 explains the rule (section 5's deep dive: when the policy is
+    ahead in TRL); chapter 21 uses it (the table of when the ratio leaves 1, and its exercise ex-ch21-ahead).
+    """
+    S = gradient_accumulation_steps if steps_per_generation is None else steps_per_generation
+    return gradient_accumulation_steps % (S * num_iterations) != 0 or vllm_correction
 
 
 def trl_can_run(args):
