@@ -156,7 +156,7 @@ def test_old_logps_recomputed_is_the_micro_batch_schedule():
         ahead = _policy_ahead_by_schedule(gas, gas if spg is None else spg, K)
         assert old_logps_recomputed(gas, spg, K) is ahead, (gas, spg, K)
         assert old_logps_recomputed(gas, spg, K, vllm_correction=True) is True
-    # chapter 21's exercise (ex-ch21-ahead) and chapter 17's two examples
+    # settings (a) to (d) of chapter 21's exercise (ex-ch21-ahead; (e) is in the grid) and chapter 17's two examples
     assert [old_logps_recomputed(4), old_logps_recomputed(1, num_iterations=2), old_logps_recomputed(4, 8),
             old_logps_recomputed(2, 1, 2)] == [False, True, True, False]
     assert (old_logps_recomputed(4, 2, 2), old_logps_recomputed(4, 3, 1)) == (False, True)

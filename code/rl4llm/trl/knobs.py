@@ -136,8 +136,9 @@ def old_logps_recomputed(gradient_accumulation_steps: int, steps_per_generation:
     batch's turn, and the micro-batches after it are trained on by a policy ahead of the one that sampled.
     ``vllm_correction`` is ``use_vllm and vllm_importance_sampling_correction`` (the correction's weight needs the
     old log-probs; where the first condition fails they come from the same weights, and the ratio is 1 up to
-    rounding, and dropout if the model has any). ``steps_per_generation=None`` is TRL's default, which ``GRPOConfig.__post_init__`` sets to ``gradient_accumulation_steps`` (when
-    ``generation_batch_size`` is unset too). Chapter 17 explains the rule (section 5's deep dive: when the policy is
+    rounding, and dropout if the model has any). ``steps_per_generation=None`` is TRL's default, which
+    ``GRPOConfig.__post_init__`` sets to ``gradient_accumulation_steps`` (when ``generation_batch_size`` is unset
+    too). Chapter 17 explains the rule (section 5's deep dive: when the policy is
     ahead in TRL); chapter 21 uses it (the table of when the ratio leaves 1, and its exercise ex-ch21-ahead).
     """
     S = gradient_accumulation_steps if steps_per_generation is None else steps_per_generation
