@@ -18,8 +18,10 @@ machine's load falls on all of them alike:
 - ``two-threads``: the same step on two intra-op threads (a 2-core machine's second core);
 - ``64-prompts``: twice the prompts a step (fewer, larger kernels): tokens a second, not ms a step,
   is the comparable figure;
-- ``flat-skip``: :class:`rl4llm.llm.fast_trainer.FastGRPOTrainer`: sampling without gradients, then the loss's
-  forward and backward over the informative groups only.
+- ``flat-skip``: :class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` with ``share_prefixes=False``: sampling without
+  gradients, then the loss's forward and backward over the informative groups only;
+- ``shared-prefixes``: the same trainer as the benchmarks run it: also identical prefixes computed once, in the
+  sampler and in the loss's pass (:mod:`rl4llm.llm.prefix_sharing`).
 
 Each process runs ``--warmup`` steps (compilation included), then ``--steps`` timed steps, and reports
 the median step, sampled tokens a second and the first steps' seconds. The LAST line printed is the
@@ -36,7 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts", "flat-skip")
+OPTIONS = ("baseline", "batched-loss", "compile", "compile-static", "two-threads", "64-prompts", "flat-skip",
+           "shared-prefixes")
 RECORD = Path(__file__).parent / "results" / "step_options_2core_cpu.json"
 
 
@@ -56,7 +59,11 @@ def measure(option: str, steps: int, warmup: int, device: str = "cpu") -> dict:
     config = bench.recipe(**cell, seed=0)
     if option == "batched-loss":
         GRPOTrainer.reuses_sampling_pass = property(lambda self: False)
-    trainer = (FastGRPOTrainer if option == "flat-skip" else GRPOTrainer)(warm_start().model, AdditionTask(seed=0), config)
+    if option in ("flat-skip", "shared-prefixes"):
+        trainer = FastGRPOTrainer(warm_start().model, AdditionTask(seed=0), config,
+                                  share_prefixes=option == "shared-prefixes")
+    else:
+        trainer = GRPOTrainer(warm_start().model, AdditionTask(seed=0), config)
     if option.startswith("compile"):
         trainer.policy.forward = torch.compile(trainer.policy.forward, dynamic=None if option == "compile" else False)
     threads = 2 if option == "two-threads" else 1

@@ -109,15 +109,18 @@ def test_the_sampler_records_the_entropy_with_or_without_a_graph(warm):
         torch.testing.assert_close(draw.entropy * draw.mask, entropy * draw.mask, rtol=0, atol=1e-5)
 
 
-def fast_and_plain(warm, **overrides):
+def fast_and_plain(warm, share_prefixes=True, **overrides):
     return {kind: small(warm, **overrides) if kind == "plain" else
-            FastGRPOTrainer(warm.model, TASK, small(warm, **overrides).config) for kind in ("plain", "fast")}
+            FastGRPOTrainer(warm.model, TASK, small(warm, **overrides).config, share_prefixes=share_prefixes)
+            for kind in ("plain", "fast")}
 
 
-def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm):
-    """Its first inner step: the same loss, metrics and gradient, though the flat groups had no backward pass."""
+@pytest.mark.parametrize("share_prefixes", [False, True])
+def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm, share_prefixes):
+    """Its first inner step: the same loss, metrics and gradient, though the flat groups had no backward pass (and,
+    sharing prefixes, each distinct answer of a group had one forward pass)."""
     out = {}
-    for kind, trainer in fast_and_plain(warm, log_kl=True).items():
+    for kind, trainer in fast_and_plain(warm, share_prefixes, log_kl=True).items():
         trainer.optimizer.step = lambda: None                 # keep the gradient of the first inner step
         batch = trainer.rollout()
         stats = trainer.inner_step(batch, 0)
@@ -130,8 +133,9 @@ def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm)
     torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-5 * plain_grad.abs().max().item())
 
 
-def test_the_fast_trainers_run_follows_the_plain_one(warm):
-    runs = fast_and_plain(warm, steps=4)
+@pytest.mark.parametrize("share_prefixes", [False, True])
+def test_the_fast_trainers_run_follows_the_plain_one(warm, share_prefixes):
+    runs = fast_and_plain(warm, share_prefixes, steps=4)
     for trainer in runs.values():
         trainer.train(progress=False)
     plain, fast = runs["plain"], runs["fast"]

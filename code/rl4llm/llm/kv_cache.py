@@ -8,7 +8,8 @@ and values, and ``keys`` / ``values`` are everything cached so far.
 - :class:`ConcatCache` extends by concatenation: differentiable, so :func:`rl4llm.llm.model.completion_logprobs`
   can run each prompt once and copy its cache to the G rows of its group, gradients flowing through the copy.
 - :class:`LayerCache` writes into buffers preallocated for ``capacity`` positions, so a sampling step copies
-  only the new keys and values, not the whole cache (:func:`rl4llm.llm.model.sample`).
+  only the new keys and values, not the whole cache (:func:`rl4llm.llm.model.sample`); ``select(rows)`` keeps
+  the rows a sampler sharing prefixes still needs (:mod:`rl4llm.llm.prefix_sharing`).
 """
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ class LayerCache:
     @property
     def values(self) -> torch.Tensor:
         return self._v[:, :, :self.length]
+
+    def select(self, rows: torch.Tensor) -> "LayerCache":
+        """A new cache whose row i is this cache's row ``rows[i]`` (rows may repeat or be left out)."""
+        chosen = LayerCache.__new__(LayerCache)
+        chosen._k, chosen._v, chosen.length = self._k.index_select(0, rows), self._v.index_select(0, rows), self.length
+        return chosen
 
     def extend(self, k: torch.Tensor, v: torch.Tensor) -> None:
         end = self.length + k.shape[2]

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from .._checks import at_least, check_fields, checked, flag, in_range
 from .kv_cache import ConcatCache, LayerCache
+from .prefix_sharing import next_shared_logits
 from .tasks import BLOCK_SIZE, VOCAB
 
 #: A layer's cache: :class:`~rl4llm.llm.kv_cache.ConcatCache` or :class:`~rl4llm.llm.kv_cache.LayerCache`.
@@ -186,10 +187,17 @@ def _prompt_batch(prompts, name: str) -> torch.Tensor:
 _TEMPERATURE = in_range(0.0, math.inf, high_open=True)
 
 
-@checked(prompts=_prompt_batch, max_new_tokens=at_least(1), group_size=at_least(1), temperature=_TEMPERATURE)
+def _shared_prefixes_need_no_graph(args):
+    """Relation: ``share_prefixes`` samples without a graph (its caches are selected and written in place)."""
+    if args["share_prefixes"] and args["keep_graph"]:
+        raise ValueError("share_prefixes must be False with keep_graph=True (a graph needs one row per answer)")
+
+
+@checked(_shared_prefixes_need_no_graph, prompts=_prompt_batch, max_new_tokens=at_least(1),
+         group_size=at_least(1), temperature=_TEMPERATURE, share_prefixes=flag)
 def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: int, pad_id: int,
            group_size: int = 1, temperature: float = 1.0, generator: torch.Generator | None = None,
-           keep_graph: bool = False) -> Rollout:
+           keep_graph: bool = False, share_prefixes: bool = False) -> Rollout:
     """Sample ``group_size`` completions of every prompt at once, with the KV cache (chapter 15).
 
     ``prompts`` (N, P) are fixed-width token ids; rows are repeated G times (row i*G + j is sample j
@@ -202,15 +210,22 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     (the caches then grow by concatenation, which autograd can follow) and returns it in
     ``Rollout.loss_logp``: the log-probs :func:`completion_logprobs` would recompute from the same
     weights, as the very numbers the sampler drew with, so that a loss on the policy that sampled
-    (GRPO with one inner step) needs no second forward pass.
+    (GRPO with one inner step) needs no second forward pass. ``share_prefixes=True`` (without a graph) runs
+    the model once per distinct (prompt, tokens so far) instead of once per row
+    (:func:`rl4llm.llm.prefix_sharing.next_shared_logits`): the same draws, to float rounding, for less compute.
     """
     with torch.set_grad_enabled(keep_graph):
         logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
-        logits = logits[:, -1:, :].repeat_interleave(group_size, dim=0)
         capacity = prompts.shape[1] + max_new_tokens
-        copies = [(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
-                  for c in past]                                           # (N G, nh, P, hs) each
-        past = [ConcatCache(k, v) if keep_graph else LayerCache(k, v, capacity) for k, v in copies]
+        if share_prefixes:                       # row i reads the logits of its prefix, prefix[i]
+            prefix = torch.arange(len(prompts) * group_size, device=prompts.device) // group_size
+            past = [LayerCache(c.keys, c.values, capacity) for c in past]
+            z = logits[:, -1, :][prefix]
+        else:
+            z = logits[:, -1, :].repeat_interleave(group_size, dim=0)
+            copies = [(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
+                      for c in past]                                       # (N G, nh, P, hs) each
+            past = [ConcatCache(k, v) if keep_graph else LayerCache(k, v, capacity) for k, v in copies]
         idx = prompts.repeat_interleave(group_size, dim=0)
         B, P = idx.shape
         tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=idx.device)
@@ -219,7 +234,6 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
         mask = torch.zeros(B, max_new_tokens, device=idx.device)
         alive = torch.ones(B, dtype=torch.bool, device=idx.device)
         for t in range(max_new_tokens):
-            z = logits[:, -1, :]
             if not bool(torch.isfinite(z).all()):
                 raise FloatingPointError(f"the logits for completion token {t + 1} are not finite (NaN or inf)")
             step_logp_all = torch.log_softmax(z / temperature if temperature > 0 else z, dim=-1)
@@ -233,7 +247,11 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
             alive = alive & (y != eos_id)
             if t + 1 == max_new_tokens or not bool(alive.any()):
                 break
-            logits, past = model(step_tokens[:, None], past)
+            if share_prefixes:
+                z, prefix = next_shared_logits(model, past, prefix, y, alive)
+            else:
+                logits, past = model(step_tokens[:, None], past)
+                z = logits[:, -1, :]
     tokens = torch.cat([idx, tokens], dim=1)
     if keep_graph:
         return Rollout(tokens, logp.detach(), mask, P, loss_logp=logp, entropy=entropy)
@@ -269,19 +287,50 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
         logits, _ = model(tokens[:, :-1])
         z = logits[:, prompt_len - 1:, :]
     else:
-        prompts = tokens[::group_size, :prompt_len]
-        prompt_logits, past = model(prompts)
-        past = [ConcatCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
-                for c in past]                                             # (B, nh, P, hs) each
-        logits, _ = model(tokens[:, prompt_len:-1], past)
-        z = torch.cat([prompt_logits[:, -1:, :].repeat_interleave(group_size, dim=0), logits], dim=1)
+        z = _logits_after_prompts(model, tokens[::group_size, :prompt_len], tokens[:, prompt_len:-1],
+                                  lambda x: x.repeat_interleave(group_size, dim=0))
+    return _logprobs_and_entropy(z, tokens[:, prompt_len:], temperature, entropy_grad)
+
+
+def _logits_after_prompts(model: GPT, prompts: torch.Tensor, inputs: torch.Tensor, to_rows) -> torch.Tensor:
+    """The logits that predict each completion token (B, T, vocab): every prompt (N, P) through the model once,
+    its key/value cache copied to the rows that follow it by ``to_rows`` ((N, ...) -> (B, ...)), then ``inputs``
+    (B, T - 1), the completion tokens but the last."""
+    prompt_logits, past = model(prompts)
+    past = [ConcatCache(to_rows(c.keys), to_rows(c.values)) for c in past]  # (B, nh, P, hs) each
+    logits, _ = model(inputs, past)
+    return torch.cat([to_rows(prompt_logits[:, -1:, :]), logits], dim=1)
+
+
+def _logprobs_and_entropy(z: torch.Tensor, completions: torch.Tensor, temperature: float,
+                          entropy_grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """log softmax(z / T) at the completion tokens, and the entropy there (detached unless ``entropy_grad``)."""
     if temperature > 0:
         z = z / temperature
     logp_all = torch.log_softmax(z, dim=-1)
-    logp = logp_all.gather(2, tokens[:, prompt_len:, None])[..., 0]
+    logp = logp_all.gather(2, completions[..., None])[..., 0]
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(dim=-1)
     return logp, entropy
+
+
+def _prompt_of_each_row(args):
+    """Relation: ``prompt_of`` gives each completion row a prompt: one index in [0, N) per row."""
+    n, rows = len(args["prompts"]), len(args["completions"])
+    prompt_of = args["prompt_of"]
+    if prompt_of.shape != (rows,) or (rows and not 0 <= int(prompt_of.min()) <= int(prompt_of.max()) < n):
+        raise ValueError(f"prompt_of must hold one index in [0, {n}) for each of the {rows} completions, "
+                         f"got {prompt_of!r}")
+
+
+@checked(_prompt_of_each_row, prompts=_prompt_batch, temperature=_TEMPERATURE)
+def prompted_completion_logprobs(model: GPT, prompts: torch.Tensor, prompt_of: torch.Tensor,
+                                 completions: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log pi_theta(y_t | x, y_<t) of ``completions`` (B, T), row i following the prompt ``prompts[prompt_of[i]]``
+    ((N, P) token ids): :func:`completion_logprobs` with each prompt through the model once, whatever the number of
+    rows that follow it (:func:`rl4llm.llm.prefix_sharing.distinct_completions` gives the rows)."""
+    z = _logits_after_prompts(model, prompts, completions[:, :-1], lambda x: x[prompt_of])
+    return _logprobs_and_entropy(z, completions, temperature, False)[0]
 
 
 def to_gpt2(model: GPT, *, eos_id: int | None = None, pad_id: int | None = None):

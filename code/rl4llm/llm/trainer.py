@@ -28,6 +28,7 @@ which a resumed run reproduces the uninterrupted one exactly. Held-out evaluatio
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import math
 import os
@@ -269,8 +270,15 @@ def prompt_indices(n_prompts: int, prompts_per_step: int, seed: int, step: int) 
     """
     steps_per_epoch = n_prompts // prompts_per_step
     epoch, position = divmod(step, steps_per_epoch)
+    return _epoch_order(n_prompts, seed, epoch)[position * prompts_per_step:(position + 1) * prompts_per_step].copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _epoch_order(n_prompts: int, seed: int, epoch: int) -> np.ndarray:
+    """Epoch ``epoch``'s permutation of the prompts, drawn once (every step of the epoch slices it)."""
     order = np.random.default_rng([seed, epoch]).permutation(n_prompts)
-    return order[position * prompts_per_step:(position + 1) * prompts_per_step]
+    order.flags.writeable = False                 # shared by the steps of the epoch
+    return order
 
 
 def lr_factor(update: int, warmup_steps: int, steps: int, anneal_lr: bool) -> float:
@@ -437,6 +445,10 @@ class GRPOTrainer:
         cfg = self.config
         return cfg.inner_steps == 1 and self.engine is None and not cfg.drop_zero_variance and not self.entropy.bonus
 
+    #: Whether the sampler runs the model once per distinct prefix (:mod:`rl4llm.llm.prefix_sharing`): never
+    #: here, so that chapter 15's draws are one pass per row; :class:`~rl4llm.llm.fast_trainer.FastGRPOTrainer`'s option.
+    shares_prefixes = False
+
     def _lr_factor(self, updates: int) -> float:
         """lr multiplier after ``updates`` scheduler steps: :func:`lr_factor` of this run's knobs."""
         cfg = self.config
@@ -459,7 +471,8 @@ class GRPOTrainer:
         try:                                                       #    the sampler records log pi_old
             rollout = sample(model, prompts, group_size=G, max_new_tokens=cfg.max_new_tokens,
                              temperature=cfg.temperature, eos_id=tok.eos_id, pad_id=tok.pad_id,
-                             generator=self.sample_generator, keep_graph=self.reuses_sampling_pass)
+                             generator=self.sample_generator, keep_graph=self.reuses_sampling_pass,
+                             share_prefixes=self.shares_prefixes)
         except FloatingPointError as err:
             raise FloatingPointError(f"GRPO step {self.step_count + 1} (sampling): {err}; "
                                      f"training stopped") from err

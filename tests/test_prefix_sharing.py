@@ -1,0 +1,92 @@
+"""Identical prefixes computed once (rl4llm.llm.prefix_sharing, the fast trainer's second change): the sampler
+draws what the plain one draws and runs the model once per distinct prefix; the loss's pass over distinct answers
+gives every row its own log-probs and gradient."""
+import pytest
+import torch
+
+from rl4llm.llm.kv_cache import LayerCache
+from rl4llm.llm.model import completion_logprobs, prompted_completion_logprobs, sample
+from rl4llm.llm.prefix_sharing import distinct_completions
+from rl4llm.llm.tasks import AdditionTask
+from rl4llm.llm.warmstart import warm_start
+
+TASK = AdditionTask(seed=0)
+TOK = TASK.tokenizer
+
+
+@pytest.fixture(scope="module")
+def warm():
+    return warm_start()
+
+
+def draw(model, n_prompts, G, temperature, seed, share_prefixes):
+    prompts = torch.as_tensor(TASK.train_prompt_ids[:n_prompts])
+    return sample(model, prompts, group_size=G, max_new_tokens=4, eos_id=TOK.eos_id, pad_id=TOK.pad_id,
+                  temperature=temperature, generator=torch.Generator().manual_seed(seed), share_prefixes=share_prefixes)
+
+
+@pytest.mark.parametrize("G, temperature, seed", [(8, 1.0, 0), (8, 1.0, 1), (4, 0.7, 2), (8, 1.5, 3), (8, 0.0, 4)])
+def test_sharing_prefixes_draws_the_plain_samplers_answers(warm, G, temperature, seed):
+    plain, shared = (draw(warm.model, 16, G, temperature, seed, share) for share in (False, True))
+    assert torch.equal(plain.tokens, shared.tokens) and torch.equal(plain.mask, shared.mask)
+    torch.testing.assert_close(shared.logp, plain.logp, rtol=0, atol=1e-6)
+    torch.testing.assert_close(shared.entropy * shared.mask, plain.entropy * plain.mask, rtol=0, atol=1e-6)
+
+
+def distinct_prefixes(rollout, G, t):
+    """By hand: the distinct (prompt, first t completion tokens) among the rows alive after t tokens."""
+    rows = rollout.mask[:, t].nonzero()[:, 0].tolist() if t < rollout.mask.shape[1] else []
+    return len({(row // G, tuple(rollout.completions[row, :t].tolist())) for row in rows})
+
+
+def test_the_sampler_runs_the_model_once_per_distinct_prefix(warm):
+    rows_per_pass = []
+    hook = warm.model.register_forward_hook(lambda module, args, out: rows_per_pass.append(args[0].shape[0]))
+    try:
+        rollout = draw(warm.model, 32, 8, 1.0, 0, True)
+    finally:
+        hook.remove()
+    assert rows_per_pass[0] == 32                                                    # the prefill: each prompt once
+    expected = [distinct_prefixes(rollout, 8, t) for t in range(1, len(rows_per_pass))]
+    assert rows_per_pass[1:] == expected
+    assert sum(expected) < 0.7 * 256 * len(expected)                                 # the saving is real here
+
+
+def test_distinct_answers_give_every_row_its_log_probs_and_gradient(warm):
+    model, G = warm.model, 8
+    rollout = draw(model, 16, G, 1.0, 5, True)
+    rows = torch.cat([torch.arange(g * G, (g + 1) * G) for g in (0, 3, 4, 9, 15)])     # whole groups, as the trainer
+    prompts, completions, prompt_of, row_of = distinct_completions(rollout.tokens, rollout.prompt_len, G, rows)
+    assert len(completions) < len(rows) and len(prompts) == 5                         # repeats to share
+    assert torch.equal(completions[row_of], rollout.completions[rows])
+    assert torch.equal(prompts[prompt_of][row_of], rollout.tokens[rows, :rollout.prompt_len])
+    mask = rollout.mask[rows]
+    weights = torch.randn(len(rows), 1, generator=torch.Generator().manual_seed(6)) * mask
+
+    def value_and_gradient(logp):
+        model.zero_grad()
+        (logp * weights).sum().backward()
+        return logp.detach() * mask, torch.cat([p.grad.flatten() for p in model.parameters()])
+    shared = value_and_gradient(prompted_completion_logprobs(model, prompts, prompt_of, completions)[row_of])
+    per_row = value_and_gradient(completion_logprobs(model, rollout.tokens[rows], rollout.prompt_len, 1.0, G)[0])
+    torch.testing.assert_close(shared[0], per_row[0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared[1], per_row[1], rtol=1e-4, atol=1e-5 * per_row[1].abs().max().item())
+
+
+def test_a_cache_selects_its_rows():
+    k, v = torch.randn(3, 2, 4, 5), torch.randn(3, 2, 4, 5)
+    cache = LayerCache(k, v, capacity=6)
+    chosen = cache.select(torch.tensor([2, 0, 2]))
+    assert torch.equal(chosen.keys, k[[2, 0, 2]]) and torch.equal(chosen.values, v[[2, 0, 2]])
+    chosen.extend(torch.ones(3, 2, 1, 5), torch.ones(3, 2, 1, 5))
+    assert chosen.length == 5 and cache.length == 4 and torch.equal(cache.keys, k)    # the source is untouched
+
+
+def test_sharing_refuses_a_graph_and_a_prompt_out_of_range(warm):
+    prompts = torch.as_tensor(TASK.train_prompt_ids[:2])
+    with pytest.raises(ValueError, match="share_prefixes must be False with keep_graph=True"):
+        sample(warm.model, prompts, max_new_tokens=4, eos_id=TOK.eos_id, pad_id=TOK.pad_id, keep_graph=True,
+               share_prefixes=True)
+    completions = torch.zeros(3, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"prompt_of must hold one index in \[0, 2\) for each of the 3 completions"):
+        prompted_completion_logprobs(warm.model, prompts, torch.tensor([0, 1, 2]), completions)
