@@ -1,12 +1,12 @@
-"""Identical prefixes computed once (rl4llm.llm.prefix_sharing, the fast trainer's second change): the sampler
-draws what the plain one draws and runs the model once per distinct prefix; the loss's pass over distinct answers
-gives every row its own log-probs and gradient."""
+"""Identical prefixes computed once (rl4llm.llm.prefix_sharing and rl4llm.llm.prefix_tree, the fast trainer's second
+change): the sampler draws what the plain one draws and runs the model once per distinct prefix; the loss's pass
+over the answers' prefix tree gives every answer its own log-probs and gradient."""
 import pytest
 import torch
 
 from rl4llm.llm.kv_cache import LayerCache
-from rl4llm.llm.model import completion_logprobs, prompted_completion_logprobs, sample
-from rl4llm.llm.prefix_sharing import distinct_completions
+from rl4llm.llm.model import completion_logprobs, sample
+from rl4llm.llm.prefix_tree import prefix_tree, tree_completion_logprobs
 from rl4llm.llm.tasks import AdditionTask
 from rl4llm.llm.warmstart import warm_start
 
@@ -52,25 +52,51 @@ def test_the_sampler_runs_the_model_once_per_distinct_prefix(warm):
     assert sum(expected) < 0.7 * 256 * len(expected)                                 # the saving is real here
 
 
-def test_distinct_answers_give_every_row_its_log_probs_and_gradient(warm):
+def paths_by_hand(prompt_of, completions, mask):
+    """The tree's nodes by hand: the distinct (prompt, y_1 .. y_d) of the answers whose token d + 1 exists."""
+    return {(p, tuple(c[:d])) for p, c, m in zip(prompt_of.tolist(), completions.tolist(), mask.tolist())
+            for d in range(1, len(c)) if m[d] > 0}
+
+
+@pytest.mark.parametrize("seed, groups", [(5, (0, 3, 4, 9, 15)), (6, tuple(range(16)))])
+def test_the_prefix_tree_gives_every_answer_its_log_probs_and_gradient(warm, seed, groups):
     model, G = warm.model, 8
-    rollout = draw(model, 16, G, 1.0, 5, True)
-    rows = torch.cat([torch.arange(g * G, (g + 1) * G) for g in (0, 3, 4, 9, 15)])     # whole groups, as the trainer
-    prompts, completions, prompt_of, row_of = distinct_completions(rollout.tokens, rollout.prompt_len, G, rows)
-    assert len(completions) < len(rows) and len(prompts) == 5                         # repeats to share
-    assert torch.equal(completions[row_of], rollout.completions[rows])
-    assert torch.equal(prompts[prompt_of][row_of], rollout.tokens[rows, :rollout.prompt_len])
-    mask = rollout.mask[rows]
-    weights = torch.randn(len(rows), 1, generator=torch.Generator().manual_seed(6)) * mask
+    rollout = draw(model, 16, G, 1.0, seed, True)
+    rows = torch.cat([torch.arange(g * G, (g + 1) * G) for g in groups])            # whole groups, as the trainer
+    prompts, prompt_of = rollout.tokens[rows[::G], :rollout.prompt_len], torch.arange(len(rows)) // G
+    completions, mask = rollout.completions[rows], rollout.mask[rows]
+    tree = prefix_tree(prompts, prompt_of, completions, mask, model.config.vocab_size)
+    P, by_hand = rollout.prompt_len, paths_by_hand(prompt_of, completions, mask)
+    answer_nodes = (tree.positions >= P).nonzero()[:, 0]
+    assert len(tree.tokens) == len(prompts) * P + len(answer_nodes)                  # each prompt's tokens once
+    assert len(answer_nodes) == len(by_hand) < 0.6 * len(rows) * (completions.shape[1] - 1)    # shared positions
+    for node in range(len(tree.tokens)):     # each node's visible path: its prompt's tokens, then its answer prefix
+        path = tree.ancestors[node, tree.visible[node]]
+        assert path[-1] == node and torch.equal(tree.positions[path], torch.arange(len(path)))
+        if node in answer_nodes:
+            prompt = int((prompts == tree.tokens[path[:P]]).all(dim=1).nonzero()[0])
+            assert (prompt, tuple(tree.tokens[path[P:]].tolist())) in by_hand
+    reads = tree.node_of[mask > 0]                         # the node predicting each token sits just before it
+    assert torch.equal(tree.positions[reads], (mask.nonzero()[:, 1] + P - 1))
+    weights = torch.randn(len(rows), 1, generator=torch.Generator().manual_seed(seed)) * mask
 
     def value_and_gradient(logp):
         model.zero_grad()
         (logp * weights).sum().backward()
         return logp.detach() * mask, torch.cat([p.grad.flatten() for p in model.parameters()])
-    shared = value_and_gradient(prompted_completion_logprobs(model, prompts, prompt_of, completions)[row_of])
+    shared = value_and_gradient(tree_completion_logprobs(model, prompts, prompt_of, completions, mask, 1.0))
     per_row = value_and_gradient(completion_logprobs(model, rollout.tokens[rows], rollout.prompt_len, 1.0, G)[0])
     torch.testing.assert_close(shared[0], per_row[0], rtol=0, atol=1e-5)
     torch.testing.assert_close(shared[1], per_row[1], rtol=1e-4, atol=1e-5 * per_row[1].abs().max().item())
+
+
+def test_a_tree_of_one_token_answers_predicts_from_the_prompt_only(warm):
+    prompts = torch.as_tensor(TASK.train_prompt_ids[:2])
+    completions = torch.tensor([[TOK.eos_id, TOK.pad_id], [TOK.eos_id, TOK.pad_id]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    logp = tree_completion_logprobs(warm.model, prompts, torch.tensor([0, 1]), completions, mask, 1.0)
+    expected, _ = completion_logprobs(warm.model, torch.cat([prompts, completions], dim=1), prompts.shape[1])
+    torch.testing.assert_close(logp[:, 0], expected[:, 0], rtol=0, atol=1e-6)
 
 
 def test_a_cache_selects_its_rows():
@@ -82,11 +108,8 @@ def test_a_cache_selects_its_rows():
     assert chosen.length == 5 and cache.length == 4 and torch.equal(cache.keys, k)    # the source is untouched
 
 
-def test_sharing_refuses_a_graph_and_a_prompt_out_of_range(warm):
+def test_sharing_prefixes_refuses_a_graph(warm):
     prompts = torch.as_tensor(TASK.train_prompt_ids[:2])
     with pytest.raises(ValueError, match="share_prefixes must be False with keep_graph=True"):
         sample(warm.model, prompts, max_new_tokens=4, eos_id=TOK.eos_id, pad_id=TOK.pad_id, keep_graph=True,
                share_prefixes=True)
-    completions = torch.zeros(3, 4, dtype=torch.long)
-    with pytest.raises(ValueError, match=r"prompt_of must hold one index in \[0, 2\) for each of the 3 completions"):
-        prompted_completion_logprobs(warm.model, prompts, torch.tensor([0, 1, 2]), completions)

@@ -12,14 +12,15 @@ log-probs, detached: the loss, its normalisers (``dapo``'s token count, ``grpo``
 logged metric are the plain step's. The fewer informative groups, the more it saves: late in a run, when most
 groups are all right, a step costs about the sampling alone.
 
-**Identical prefixes are computed once** (``share_prefixes``, on by default; :mod:`rl4llm.llm.prefix_sharing`). The
-sampler runs the model once per distinct (prompt, tokens so far) and each row draws from its prefix's
-distribution, with the plain sampler's generator and order, so the draws are the same; the loss's pass runs once
-per distinct (prompt, completion) of the informative groups and indexes the log-probs back to their rows, so
-autograd adds up the gradient of the repeats. Most answers of a group share their first digits, and a group is
-informative only when its answers differ, yet its right answers are alike: at the benchmark's speed recipe, from
-the warm start, the three decoding passes run about 66, 149 and 131 rows instead of 256, 256 and 131, and the
-loss's pass about 98 of 130 informative rows (``benchmarks/step_options.py``).
+**Identical prefixes are computed once** (``share_prefixes``, on by default). The sampler runs the model once per
+distinct (prompt, tokens so far) and each row draws from its prefix's distribution, with the plain sampler's
+generator and order, so the draws are the same (:mod:`rl4llm.llm.prefix_sharing`); the loss's pass runs once per
+node of the informative answers' prefix tree and indexes the log-probs back to the answers, so autograd adds up
+the gradient of the answers that share a node (:mod:`rl4llm.llm.prefix_tree`). Most answers of a group share
+their first digits: at the benchmark's speed recipe, from the warm start, the three decoding passes run about
+66, 149 and 131 rows instead of 256, 256 and 131, and the loss's pass about 160 tree positions instead of the
+informative answers' 413 (138 answers, each a position to predict every token after its first)
+(``benchmarks/step_options.py`` measures the change).
 
 Chapter 15 shows and runs the plain loop; ``benchmarks/step_options.py`` measures this change against it, and
 ``benchmarks/grpo_vs_trl.py`` and ``benchmarks/budget_recipe.py`` race this trainer.
@@ -31,8 +32,8 @@ import torch
 from .._checks import checked, flag
 from .entropy import EntropyControl
 from .kl_placement import KLInLoss
-from .model import completion_logprobs, prompted_completion_logprobs
-from .prefix_sharing import distinct_completions
+from .model import completion_logprobs
+from .prefix_tree import tree_completion_logprobs
 from .ratios import ImportanceRatio
 from .samplers import PolicySampler
 from .trainer import Batch, GRPOConfig, GRPOTrainer
@@ -88,10 +89,10 @@ class FastGRPOTrainer(GRPOTrainer):
         rows = batch.informative.nonzero()[:, 0]
         if not len(rows):
             rows = torch.arange(G, device=r.tokens.device)
-        if self.shares_prefixes:
-            prompts, completions, prompt_of, row_of = distinct_completions(r.tokens, r.prompt_len, G, rows)
-            logp = prompted_completion_logprobs(self.policy, prompts, prompt_of, completions,
-                                                self.config.temperature)[row_of]
+        if self.shares_prefixes:                  # rows holds whole groups: each prompt once, then the tree
+            logp = tree_completion_logprobs(self.policy, r.tokens[rows[::G], :r.prompt_len],
+                                            torch.arange(len(rows), device=rows.device) // G, r.completions[rows],
+                                            r.mask[rows], self.config.temperature)
         else:
             logp, _ = completion_logprobs(self.policy, r.tokens[rows], r.prompt_len, self.config.temperature, G)
         r.loss_logp = r.logp.index_put((rows,), logp)

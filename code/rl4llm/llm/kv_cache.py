@@ -2,8 +2,9 @@
 without recomputing their keys and values.
 
 Both caches hold one layer's keys and values, shaped (B, n_head, T_past, head_dim), and have the same
-two members, so attention never asks which one it has: ``extend(k, v)`` appends the new tokens' keys
-and values, and ``keys`` / ``values`` are everything cached so far.
+members, so attention never asks which one it has: ``extend(k, v)`` appends the new tokens' keys
+and values, ``keys`` / ``values`` are everything cached so far, and ``visible`` is None: a new token sees
+every key (a prefix tree's cache, :class:`rl4llm.llm.prefix_tree.TreeCache`, hides other branches' keys).
 
 - :class:`ConcatCache` extends by concatenation: differentiable, so :func:`rl4llm.llm.model.completion_logprobs`
   can run each prompt once and copy its cache to the G rows of its group, gradients flowing through the copy.
@@ -18,6 +19,7 @@ import torch
 
 class ConcatCache:
     """One layer's keys and values, extended by concatenation (differentiable)."""
+    visible = None
 
     def __init__(self, k: torch.Tensor, v: torch.Tensor):
         self.keys, self.values = k, v                                      # (B, nh, T, hs) each
@@ -33,6 +35,7 @@ class ConcatCache:
 
 class LayerCache:
     """One layer's keys and values in buffers preallocated for ``capacity`` positions (for sampling)."""
+    visible = None
 
     def __init__(self, k: torch.Tensor, v: torch.Tensor, capacity: int):
         B, H, T, D = k.shape

@@ -74,8 +74,8 @@ class CausalSelfAttention(nn.Module):
         # softmax(q k^T / sqrt(hs)) v, in torch's fused kernel: query i (absolute position t_past + i)
         # may see keys 0 .. t_past + i; one new token sees every key, and without a past that is the
         # causal mask itself
-        if T == 1:
-            y = F.scaled_dot_product_attention(q, k, v)                    # (B, nh, T, hs)
+        if T == 1:                                # (a prefix tree's cache hides other branches' keys)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=cache.visible)   # (B, nh, T, hs)
         elif t_past == 0:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
@@ -134,18 +134,21 @@ class GPT(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx: torch.Tensor, past: list | None = None) -> tuple[torch.Tensor, list]:
+    def forward(self, idx: torch.Tensor, past: list | None = None,
+                positions: torch.Tensor | None = None) -> tuple[torch.Tensor, list]:
         """Logits (B, T, vocab) for tokens ``idx`` (B, T) that follow the ``past`` cache, and the cache.
 
         ``past`` holds one cache per layer (:mod:`rl4llm.llm.kv_cache`), extended in place by these tokens;
         without it the returned caches hold these tokens' keys and values (a :class:`ConcatCache` each).
+        ``positions`` (B, T) gives each token's absolute position where rows differ (a prefix tree's nodes,
+        :mod:`rl4llm.llm.prefix_tree`); by default they follow the cache, t_past .. t_past + T - 1.
         """
-        t_past = 0 if past is None else past[0].length
-        T = idx.shape[1]
-        if t_past + T > self.config.block_size:
-            raise ValueError(f"sequence length must be <= block_size={self.config.block_size}, got {t_past + T}")
-        pos = torch.arange(t_past, t_past + T, device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)                                  # (B, T, n_embd)
+        if positions is None:
+            t_past, T = (0 if past is None else past[0].length), idx.shape[1]
+            if t_past + T > self.config.block_size:
+                raise ValueError(f"sequence length must be <= block_size={self.config.block_size}, got {t_past + T}")
+            positions = torch.arange(t_past, t_past + T, device=idx.device)
+        x = self.wte(idx) + self.wpe(positions)                            # (B, T, n_embd)
         present = []
         for i, block in enumerate(self.h):
             x, cache = block(x, None if past is None else past[i])
@@ -216,7 +219,7 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     """
     with torch.set_grad_enabled(keep_graph):
         logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
-        capacity = prompts.shape[1] + max_new_tokens
+        capacity = prompts.shape[1] + max_new_tokens - 1     # the last token drawn never goes through the model
         if share_prefixes:                       # row i reads the logits of its prefix, prefix[i]
             prefix = torch.arange(len(prompts) * group_size, device=prompts.device) // group_size
             past = [LayerCache(c.keys, c.values, capacity) for c in past]
@@ -236,7 +239,7 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
         for t in range(max_new_tokens):
             if not bool(torch.isfinite(z).all()):
                 raise FloatingPointError(f"the logits for completion token {t + 1} are not finite (NaN or inf)")
-            step_logp_all = torch.log_softmax(z / temperature if temperature > 0 else z, dim=-1)
+            step_logp_all = temperature_log_softmax(z, temperature)
             probs = step_logp_all.detach().exp()
             y = z.argmax(dim=-1) if temperature == 0 else torch.multinomial(probs, 1, generator=generator)[:, 0]
             step_tokens = torch.where(alive, y, pad_id)
@@ -287,50 +290,22 @@ def completion_logprobs(model: GPT, tokens: torch.Tensor, prompt_len: int, tempe
         logits, _ = model(tokens[:, :-1])
         z = logits[:, prompt_len - 1:, :]
     else:
-        z = _logits_after_prompts(model, tokens[::group_size, :prompt_len], tokens[:, prompt_len:-1],
-                                  lambda x: x.repeat_interleave(group_size, dim=0))
-    return _logprobs_and_entropy(z, tokens[:, prompt_len:], temperature, entropy_grad)
-
-
-def _logits_after_prompts(model: GPT, prompts: torch.Tensor, inputs: torch.Tensor, to_rows) -> torch.Tensor:
-    """The logits that predict each completion token (B, T, vocab): every prompt (N, P) through the model once,
-    its key/value cache copied to the rows that follow it by ``to_rows`` ((N, ...) -> (B, ...)), then ``inputs``
-    (B, T - 1), the completion tokens but the last."""
-    prompt_logits, past = model(prompts)
-    past = [ConcatCache(to_rows(c.keys), to_rows(c.values)) for c in past]  # (B, nh, P, hs) each
-    logits, _ = model(inputs, past)
-    return torch.cat([to_rows(prompt_logits[:, -1:, :]), logits], dim=1)
-
-
-def _logprobs_and_entropy(z: torch.Tensor, completions: torch.Tensor, temperature: float,
-                          entropy_grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """log softmax(z / T) at the completion tokens, and the entropy there (detached unless ``entropy_grad``)."""
-    if temperature > 0:
-        z = z / temperature
-    logp_all = torch.log_softmax(z, dim=-1)
-    logp = logp_all.gather(2, completions[..., None])[..., 0]
+        prompts = tokens[::group_size, :prompt_len]
+        prompt_logits, past = model(prompts)
+        past = [ConcatCache(c.keys.repeat_interleave(group_size, dim=0), c.values.repeat_interleave(group_size, dim=0))
+                for c in past]                                             # (B, nh, P, hs) each
+        logits, _ = model(tokens[:, prompt_len:-1], past)
+        z = torch.cat([prompt_logits[:, -1:, :].repeat_interleave(group_size, dim=0), logits], dim=1)
+    logp_all = temperature_log_softmax(z, temperature)
+    logp = logp_all.gather(2, tokens[:, prompt_len:, None])[..., 0]
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(dim=-1)
     return logp, entropy
 
 
-def _prompt_of_each_row(args):
-    """Relation: ``prompt_of`` gives each completion row a prompt: one index in [0, N) per row."""
-    n, rows = len(args["prompts"]), len(args["completions"])
-    prompt_of = args["prompt_of"]
-    if prompt_of.shape != (rows,) or (rows and not 0 <= int(prompt_of.min()) <= int(prompt_of.max()) < n):
-        raise ValueError(f"prompt_of must hold one index in [0, {n}) for each of the {rows} completions, "
-                         f"got {prompt_of!r}")
-
-
-@checked(_prompt_of_each_row, prompts=_prompt_batch, temperature=_TEMPERATURE)
-def prompted_completion_logprobs(model: GPT, prompts: torch.Tensor, prompt_of: torch.Tensor,
-                                 completions: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """log pi_theta(y_t | x, y_<t) of ``completions`` (B, T), row i following the prompt ``prompts[prompt_of[i]]``
-    ((N, P) token ids): :func:`completion_logprobs` with each prompt through the model once, whatever the number of
-    rows that follow it (:func:`rl4llm.llm.prefix_sharing.distinct_completions` gives the rows)."""
-    z = _logits_after_prompts(model, prompts, completions[:, :-1], lambda x: x[prompt_of])
-    return _logprobs_and_entropy(z, completions, temperature, False)[0]
+def temperature_log_softmax(z: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log softmax(z / T) over the last axis: the distribution the sampler draws from (T = 0, greedy, reads T = 1)."""
+    return torch.log_softmax(z / temperature if temperature > 0 else z, dim=-1)
 
 
 def to_gpt2(model: GPT, *, eos_id: int | None = None, pad_id: int | None = None):
