@@ -37,9 +37,11 @@ sweep    every recipe of ``GRID`` (learning rate x prompts per step x loss type,
 best     each side's best recipe (the smallest median seconds to the target among recipes that
          reach it on every seed), both re-run with their seeds interleaved (rl4llm seed 0, TRL seed 0,
          rl4llm seed 1, ...) so that load falls on both alike: seconds and tokens to the target.
-speed    implementation speed only, at one recipe for both (``SPEED_RECIPE``): interleaved pairs of
-         ``--speed-steps`` training steps, rl4llm then TRL, same seed and prompts; sampled tokens per
-         second of each and their ratio per pair.
+speed    implementation speed only, at one recipe for both (``SPEED_RECIPE``): first one untimed run of
+         ``SPEED_WARMUP_STEPS`` steps a side (a process's first steps pay one-time costs, such as the first
+         call of each kernel at each shape, which would otherwise fall on whichever side runs first), then
+         interleaved pairs of ``--speed-steps`` training steps, rl4llm then TRL, same seed and prompts;
+         sampled tokens per second of each and their ratio per pair.
 profile  the per-step profile at ``SPEED_RECIPE`` (32 x 8, dapo), interleaved: the same four phases
          on both sides (rollout = sampling, scoring and advantages; forward and loss; backward;
          gradient clip and optimizer step) and the rest.
@@ -87,6 +89,7 @@ STEP_CAP = 400          # a sweep run still below TARGET after this many steps s
 PATIENCE = 100          # ... and so does one whose best held-out accuracy has not risen for this many steps
 GRID = {"lr": (2e-3, 1e-3, 3e-4), "prompts_per_step": (32, 64), "loss_type": ("dapo", "grpo")}
 SEEDS = (0, 1, 2)
+SPEED_WARMUP_STEPS = 10   # speed's untimed first run a side (before 2026-12-06 there was none)
 CONFIRM_SEEDS = (3, 4, 5)   # budget-sweep: the chosen recipe's seeds, never used to choose it
 SPEED_RECIPE = {"lr": 3e-4, "prompts_per_step": 32, "loss_type": "dapo"}
 PHASES = ("rollout", "forward_and_loss", "backward", "optimizer", "other")
@@ -317,7 +320,7 @@ def profile_rl4llm(warm, task, config: GRPOConfig, steps: int, warmup: int = 5) 
             trainer.step()
         # the plain rollout (the fast trainer's runs the loss's forward pass after it: timed as that)
         targets = {(GRPOTrainer, "rollout"): "rollout", (module, "completion_logprobs"): "forward_and_loss",
-                   (fast, "completion_logprobs"): "forward_and_loss",
+                   (fast, "completion_logprobs"): "forward_and_loss", (fast, "tree_completion_logprobs"): "forward_and_loss",
                    (module.grpo_loss, "unchecked"): "forward_and_loss", (trainer.optimizer, "step"): "optimizer",
                    (torch.autograd, "backward"): "backward", (torch.nn.utils, "clip_grad_norm_"): "optimizer"}
         with phase_timers(targets, clock):
@@ -418,6 +421,8 @@ def best(record, warm, task):
 
 def speed(record, warm, task, steps: int, pairs: int):
     """Implementation speed at SPEED_RECIPE: ``pairs`` interleaved (rl4llm, TRL) runs of ``steps`` steps."""
+    for side, run in SIDES.items():      # untimed: the process's one-time costs, alike for both sides
+        run(warm, task, recipe(**SPEED_RECIPE, seed=SEEDS[0]), steps=SPEED_WARMUP_STEPS, to_target=False)
     rounds = []
     for i in range(pairs):
         row = {}
@@ -425,7 +430,7 @@ def speed(record, warm, task, steps: int, pairs: int):
             row[side] = timed_run(side, warm, task, SPEED_RECIPE, SEEDS[i % len(SEEDS)], steps=steps, to_target=False)
         row["ratio"] = row["rl4llm"]["tokens_per_second"] / row["trl"]["tokens_per_second"]
         rounds.append(row)
-    record["speed"] = {"recipe": SPEED_RECIPE, "steps": steps, "pairs": rounds}
+    record["speed"] = {"recipe": SPEED_RECIPE, "steps": steps, "warmup_steps": SPEED_WARMUP_STEPS, "pairs": rounds}
     save(record)
 
 

@@ -108,6 +108,13 @@ def test_a_cache_selects_its_rows():
     assert chosen.length == 5 and cache.length == 4 and torch.equal(cache.keys, k)    # the source is untouched
 
 
+def test_a_tree_whose_prefixes_would_overflow_is_refused():
+    completions = torch.zeros(1, 17, dtype=torch.long)
+    with pytest.raises(ValueError, match="prefixes of 1 prompts and 17 tokens of a 16-token vocabulary fit in 64-bit integers"):
+        prefix_tree(torch.zeros(1, 6, dtype=torch.long), torch.zeros(1, dtype=torch.long), completions,
+                    torch.ones(1, 17), 16)
+
+
 def test_sharing_prefixes_refuses_a_graph(warm):
     prompts = torch.as_tensor(TASK.train_prompt_ids[:2])
     with pytest.raises(ValueError, match="share_prefixes must be False with keep_graph=True"):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._checks import checked
 from .model import temperature_log_softmax
 
 
@@ -36,35 +37,39 @@ class PrefixTree:
     node_of: torch.Tensor
 
 
+def _prefixes_fit_in_64_bits(args):
+    """Relation: every prefix's integer, N V^(T-1) T at most, fits in a 64-bit integer."""
+    N, T, V = len(args["prompts"]), args["completions"].shape[1], args["vocab_size"]
+    if N * V ** (T - 1) * T >= 2 ** 63:
+        raise ValueError(f"completions must be short enough that the prefixes of {N} prompts and {T} tokens of a "
+                         f"{V}-token vocabulary fit in 64-bit integers")
+
+
+@checked(_prefixes_fit_in_64_bits)
 def prefix_tree(prompts: torch.Tensor, prompt_of: torch.Tensor, completions: torch.Tensor, mask: torch.Tensor,
                 vocab_size: int) -> PrefixTree:
     """The prefix tree of prompts ``prompts`` (N, P) and answers ``completions`` (D, T) with ``mask``, answer i
-    following prompt ``prompt_of[i]``: the prompts' positions, then, depth by depth, the distinct (parent node,
-    token) pairs of the answers that go on."""
+    following prompt ``prompt_of[i]``: the prompts' positions, then the distinct prefixes (prompt, y_1 .. y_d) of
+    the answers that go on after token d (d = 1 .. T - 1), each written as one integer, its digits in base
+    ``vocab_size``, with d appended."""
     (N, P), (D, T), device = prompts.shape, completions.shape, prompts.device
     prompt_nodes = torch.arange(N * P, device=device).view(N, P)             # prompt p's token j is node p P + j
-    slots = torch.arange(P + T - 1, device=device)
-    tokens, positions = [prompts.reshape(-1)], [torch.arange(P, device=device).repeat(N)]
-    ancestors = [torch.cat([prompt_nodes.repeat_interleave(P, dim=0), prompt_nodes.new_zeros(N * P, T - 1)], dim=1)]
-    visible = [slots <= positions[0][:, None]]
-    path = torch.zeros(D, T - 1, dtype=torch.long, device=device)            # each answer's nodes at depths 1 ..
-    label, n = prompt_of, N * P               # label: each answer's node at the depth before, within that depth
+    codes, code = [], prompt_of
     for d in range(1, T):
-        going_on = mask[:, d] > 0                                          # token d + 1 exists
-        if not bool(going_on.any()):
-            break
-        distinct, inverse = torch.unique((label * vocab_size + completions[:, d - 1])[going_on], return_inverse=True)
-        label = torch.zeros_like(label).masked_scatter_(going_on, inverse)
-        path[going_on, d - 1] = inverse + n
-        first = torch.zeros(len(distinct), dtype=torch.long, device=device).scatter_(
-            0, inverse, going_on.nonzero()[:, 0])                          # an answer through each node
-        tokens.append(distinct % vocab_size)
-        positions.append(torch.full_like(distinct, P + d - 1))
-        ancestors.append(torch.cat([prompt_nodes[prompt_of[first]], path[first]], dim=1))
-        visible.append((slots < P + d).expand(len(distinct), -1))
-        n += len(distinct)
-    node_of = torch.cat([prompt_nodes[prompt_of, -1:], path], dim=1)
-    return PrefixTree(torch.cat(tokens), torch.cat(positions), torch.cat(ancestors), torch.cat(visible), node_of)
+        code = code * vocab_size + completions[:, d - 1]
+        codes.append(code * T + d)
+    going_on = mask[:, 1:] > 0                                             # (D, T - 1): token d + 1 exists
+    distinct, inverse = torch.unique(torch.stack(codes, dim=1)[going_on], return_inverse=True)
+    path = torch.zeros(D, T - 1, dtype=torch.long, device=device)            # each answer's nodes at depths 1 ..
+    path[going_on] = inverse + N * P
+    first = torch.zeros_like(distinct).scatter_(0, inverse, going_on.nonzero()[:, 0])   # an answer through each node
+    depth = distinct % T
+    positions = torch.cat([torch.arange(P, device=device).repeat(N), P - 1 + depth])
+    ancestors = torch.cat([torch.cat([prompt_nodes.repeat_interleave(P, dim=0), prompt_nodes.new_zeros(N * P, T - 1)], 1),
+                           torch.cat([prompt_nodes[prompt_of[first]], path[first]], dim=1)])
+    visible = torch.arange(P + T - 1, device=device) <= positions[:, None]
+    tokens = torch.cat([prompts.reshape(-1), completions[first, depth - 1]])
+    return PrefixTree(tokens, positions, ancestors, visible, torch.cat([prompt_nodes[prompt_of, -1:], path], dim=1))
 
 
 class TreeCache:
@@ -77,8 +82,8 @@ class TreeCache:
 
     def extend(self, k: torch.Tensor, v: torch.Tensor) -> None:
         """The nodes' own keys and values (n, nh, 1, hs)."""
-        self.keys = k[:, :, 0][self.ancestors].transpose(1, 2)
-        self.values = v[:, :, 0][self.ancestors].transpose(1, 2)
+        self.keys = k.squeeze(2)[self.ancestors].transpose(1, 2)
+        self.values = v.squeeze(2)[self.ancestors].transpose(1, 2)
 
 
 def tree_completion_logprobs(model, prompts: torch.Tensor, prompt_of: torch.Tensor, completions: torch.Tensor,
@@ -88,4 +93,4 @@ def tree_completion_logprobs(model, prompts: torch.Tensor, prompt_of: torch.Tens
     :func:`~rl4llm.llm.model.completion_logprobs` where ``mask`` is 1 (elsewhere a finite filler)."""
     tree = prefix_tree(prompts, prompt_of, completions, mask, model.config.vocab_size)
     logits, _ = model(tree.tokens[:, None], [TreeCache(tree) for _ in model.h], positions=tree.positions[:, None])
-    return temperature_log_softmax(logits[:, 0, :], temperature)[tree.node_of, completions]
+    return temperature_log_softmax(logits.squeeze(1), temperature)[tree.node_of, completions]
