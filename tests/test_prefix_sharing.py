@@ -90,10 +90,11 @@ def test_the_prefix_tree_gives_every_answer_its_log_probs_and_gradient(warm, see
     torch.testing.assert_close(shared[1], per_row[1], rtol=1e-4, atol=1e-5 * per_row[1].abs().max().item())
 
 
-def test_a_tree_of_one_token_answers_predicts_from_the_prompt_only(warm):
+@pytest.mark.parametrize("T", [1, 2])
+def test_a_tree_of_one_token_answers_predicts_from_the_prompt_only(warm, T):
     prompts = torch.as_tensor(TASK.train_prompt_ids[:2])
-    completions = torch.tensor([[TOK.eos_id, TOK.pad_id], [TOK.eos_id, TOK.pad_id]])
-    mask = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    completions = torch.tensor([[TOK.eos_id] + [TOK.pad_id] * (T - 1)] * 2)
+    mask = (torch.arange(T) == 0).float().expand(2, T)
     logp = tree_completion_logprobs(warm.model, prompts, torch.tensor([0, 1]), completions, mask, 1.0)
     expected, _ = completion_logprobs(warm.model, torch.cat([prompts, completions], dim=1), prompts.shape[1])
     torch.testing.assert_close(logp[:, 0], expected[:, 0], rtol=0, atol=1e-6)

@@ -115,21 +115,36 @@ def fast_and_plain(warm, share_prefixes=True, **overrides):
             for kind in ("plain", "fast")}
 
 
-@pytest.mark.parametrize("share_prefixes", [False, True])
-def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm, share_prefixes):
-    """Its first inner step: the same loss, metrics and gradient, though the flat groups had no backward pass (and,
-    sharing prefixes, each distinct answer of a group had one forward pass)."""
+def first_inner_steps(warm, share_prefixes, **overrides):
+    """The plain and the fast trainer's first inner step on the same batch: (batch, metrics, gradient) each."""
     out = {}
-    for kind, trainer in fast_and_plain(warm, share_prefixes, log_kl=True).items():
+    for kind, trainer in fast_and_plain(warm, share_prefixes, **overrides).items():
         trainer.optimizer.step = lambda: None                 # keep the gradient of the first inner step
         batch = trainer.rollout()
         stats = trainer.inner_step(batch, 0)
         out[kind] = batch, stats, torch.cat([p.grad.flatten() for p in trainer.policy.parameters()])
-    (plain_batch, plain, plain_grad), (fast_batch, fast, fast_grad) = out["plain"], out["fast"]
+    return out["plain"], out["fast"]
+
+
+@pytest.mark.parametrize("share_prefixes", [False, True])
+def test_the_fast_trainer_takes_the_plain_steps_gradient_on_the_same_batch(warm, share_prefixes):
+    """Its first inner step: the same loss, metrics and gradient, though the flat groups had no backward pass (and,
+    sharing prefixes, each distinct prefix had one position)."""
+    (plain_batch, plain, plain_grad), (fast_batch, fast, fast_grad) = first_inner_steps(warm, share_prefixes,
+                                                                                        log_kl=True)
     assert torch.equal(plain_batch.tokens, fast_batch.tokens)
     assert 0 < int(fast_batch.informative.sum()) < len(fast_batch.tokens)          # some groups flat, some not
     for key in ("loss", "grad_norm", "entropy", "kl", "ratio", "clip_ratio/region_mean"):
         assert fast[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key
+    torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-5 * plain_grad.abs().max().item())
+
+
+@pytest.mark.filterwarnings("ignore:loss_type='luspo' is meant for ImportanceRatio")      # token level, as TRL runs it
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "cispo", "sapo", "luspo", "vespo"])
+def test_the_prefix_tree_gives_every_loss_type_the_plain_gradient(warm, loss_type):
+    """The tree changes where the log-probs come from, not the loss: every other loss type (dapo above) too."""
+    (_, plain, plain_grad), (_, fast, fast_grad) = first_inner_steps(warm, True, loss_type=loss_type)
+    assert fast["loss"] == pytest.approx(plain["loss"], rel=1e-4, abs=1e-6)
     torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-5 * plain_grad.abs().max().item())
 
 

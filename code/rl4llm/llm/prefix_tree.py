@@ -54,12 +54,12 @@ def prefix_tree(prompts: torch.Tensor, prompt_of: torch.Tensor, completions: tor
     ``vocab_size``, with d appended."""
     (N, P), (D, T), device = prompts.shape, completions.shape, prompts.device
     prompt_nodes = torch.arange(N * P, device=device).view(N, P)             # prompt p's token j is node p P + j
-    codes, code = [], prompt_of
+    codes, code = torch.empty(D, T - 1, dtype=torch.long, device=device), prompt_of
     for d in range(1, T):
         code = code * vocab_size + completions[:, d - 1]
-        codes.append(code * T + d)
+        codes[:, d - 1] = code * T + d
     going_on = mask[:, 1:] > 0                                             # (D, T - 1): token d + 1 exists
-    distinct, inverse = torch.unique(torch.stack(codes, dim=1)[going_on], return_inverse=True)
+    distinct, inverse = torch.unique(codes[going_on], return_inverse=True)
     path = torch.zeros(D, T - 1, dtype=torch.long, device=device)            # each answer's nodes at depths 1 ..
     path[going_on] = inverse + N * P
     first = torch.zeros_like(distinct).scatter_(0, inverse, going_on.nonzero()[:, 0])   # an answer through each node
