@@ -10,8 +10,9 @@ training wall time per step (sampling, scoring, loss, backward, optimizer), with
 accuracy (500 prompts, never trained on in either order) every ``EVAL_EVERY`` steps outside it.
 Process CPU time is recorded beside wall time, and the load average (``os.getloadavg``) before and
 after every run, because the machine is shared. rl4llm's side is
-:class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` (the loss's pass over the informative groups only: the plain
-trainer's update to float rounding); ``--trainer plain`` runs chapter 15's
+:class:`rl4llm.llm.fast_trainer.FastGRPOTrainer` (the loss's pass over the informative groups only, and identical
+prefixes computed once, ``share_prefixes``, the default since 2026-12-06: the plain trainer's update to float
+rounding); ``--trainer plain`` runs chapter 15's
 :class:`~rl4llm.llm.trainer.GRPOTrainer`, the side of every record written before 2026-12-04.
 
 What is the same on both sides, by construction:

@@ -164,6 +164,18 @@ def test_the_fast_trainers_run_follows_the_plain_one(warm, share_prefixes):
     assert float((update(fast) - update(plain)).norm() / update(plain).norm()) < 0.01      # 0.0032 here
 
 
+@pytest.mark.parametrize("share_prefixes", [False, True])
+def test_the_fast_trainer_resumes_on_the_path_it_was_saved_with(warm, tmp_path, share_prefixes):
+    config, path = small(warm, steps=3).config, str(tmp_path / "fast.pt")
+    whole = FastGRPOTrainer(warm.model, TASK, config, share_prefixes=share_prefixes).train(progress=False)
+    part = FastGRPOTrainer(warm.model, TASK, config, share_prefixes=share_prefixes).train(2, progress=False)
+    part.save(path)
+    resumed = FastGRPOTrainer.load(path)
+    assert resumed.shares_prefixes == share_prefixes
+    resumed.train(progress=False)
+    assert resumed.metrics["loss"] == whole.metrics["loss"] and resumed.metrics["reward"] == whole.metrics["reward"]
+
+
 def test_a_step_with_only_flat_groups_still_takes_adamws_step(warm, monkeypatch):
     monkeypatch.setattr(AdditionTask, "rewards", lambda self, pairs, ids: np.zeros(len(ids)))
     runs = fast_and_plain(warm, steps=2, warmup_steps=0)

@@ -14,7 +14,7 @@ groups are all right, a step costs about the sampling alone.
 
 **Identical prefixes are computed once** (``share_prefixes``, on by default). The sampler runs the model once per
 distinct (prompt, tokens so far) and each row draws from its prefix's distribution, with the plain sampler's
-generator and order, so the draws are the same (:mod:`rl4llm.llm.prefix_sharing`); the loss's pass runs once per
+generator and order, so the draws are the same, to float rounding of the logits (:mod:`rl4llm.llm.prefix_sharing`); the loss's pass runs once per
 node of the informative answers' prefix tree and indexes the log-probs back to the answers, so autograd adds up
 the gradient of the answers that share a node (:mod:`rl4llm.llm.prefix_tree`). Most answers of a group share
 their first digits: at the benchmark's speed recipe, from the warm start (60 steps), the three decoding passes run
@@ -70,6 +70,17 @@ class FastGRPOTrainer(GRPOTrainer):
                  sampler=PolicySampler(), entropy=EntropyControl(), share_prefixes: bool = True):
         super().__init__(policy, task, config, kl=kl, ratio=ratio, sampler=sampler, entropy=entropy)
         self.shares_prefixes = share_prefixes
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"share_prefixes": self.shares_prefixes}
+
+    @classmethod
+    def load(cls, path: str, device: str | None = None) -> "FastGRPOTrainer":
+        """:meth:`GRPOTrainer.load`, on the path the run was saved with (``share_prefixes``), so that continuing
+        it reproduces the uninterrupted run."""
+        trainer = super().load(path, device)
+        trainer.shares_prefixes = torch.load(path, map_location="cpu", weights_only=True)["share_prefixes"]
+        return trainer
 
     @property
     def reuses_sampling_pass(self) -> bool:
