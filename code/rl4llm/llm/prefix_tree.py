@@ -65,8 +65,8 @@ def prefix_tree(prompts: torch.Tensor, prompt_of: torch.Tensor, completions: tor
     first = torch.zeros_like(distinct).scatter_(0, inverse, going_on.nonzero()[:, 0])   # an answer through each node
     depth = distinct % T
     positions = torch.cat([torch.arange(P, device=device).repeat(N), P - 1 + depth])
-    ancestors = torch.cat([torch.cat([prompt_nodes.repeat_interleave(P, dim=0), prompt_nodes.new_zeros(N * P, T - 1)], 1),
-                           torch.cat([prompt_nodes[prompt_of[first]], path[first]], dim=1)])
+    prompt_rows = torch.cat([prompt_nodes.repeat_interleave(P, dim=0), prompt_nodes.new_zeros(N * P, T - 1)], dim=1)
+    ancestors = torch.cat([prompt_rows, torch.cat([prompt_nodes[prompt_of[first]], path[first]], dim=1)])
     visible = torch.arange(P + T - 1, device=device) <= positions[:, None]
     tokens = torch.cat([prompts.reshape(-1), completions[first, depth - 1]])
     return PrefixTree(tokens, positions, ancestors, visible, torch.cat([prompt_nodes[prompt_of, -1:], path], dim=1))

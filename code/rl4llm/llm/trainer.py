@@ -446,7 +446,8 @@ class GRPOTrainer:
         return cfg.inner_steps == 1 and self.engine is None and not cfg.drop_zero_variance and not self.entropy.bonus
 
     #: Whether the sampler runs the model once per distinct prefix (:mod:`rl4llm.llm.prefix_sharing`): never
-    #: here, so that chapter 15's draws are one pass per row; :class:`~rl4llm.llm.fast_trainer.FastGRPOTrainer`'s option.
+    #: here, so that chapter 15's draws are one pass per row; an option of
+    #: :class:`~rl4llm.llm.fast_trainer.FastGRPOTrainer`.
     shares_prefixes = False
 
     def _lr_factor(self, updates: int) -> float:
