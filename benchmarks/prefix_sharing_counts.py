@@ -7,8 +7,8 @@ prompts x G = 8, dapo), from the warm start, as the speed pairs run it. Over ``-
 the rows each decoding pass of the sampler runs (the plain sampler runs all 256 rows at every pass; sharing
 prefixes, one row per distinct (prompt, tokens so far) among the rows still sampling) and the positions of the
 loss's pass (the informative answers' own positions, a prompt per group and every answer's tokens but its last,
-against the prefix tree's nodes: :mod:`rl4llm.llm.prefix_tree`). The counts do not depend on the machine. The
-LAST line printed is the summary as one JSON object.
+against the prefix tree's, and the filler that lays the trees out one per row: :mod:`rl4llm.llm.prefix_tree`). The
+counts do not depend on the machine. The LAST line printed is the summary as one JSON object.
 """
 from __future__ import annotations
 
@@ -37,14 +37,15 @@ def main():
     decoding, trees = [], []
     hook = trainer.policy.register_forward_hook(
         lambda module, inputs, output: decoding[-1].append(inputs[0].shape[0]) if inputs[0].shape[1] == 1 and
-        len(inputs) > 1 and inputs[1] is not None and not hasattr(inputs[1][0], "ancestors") else None)
+        len(inputs) > 1 and inputs[1] is not None else None)
     original = tree_module.prefix_tree
 
     def counted(prompts, prompt_of, completions, mask, vocab_size):
         tree = original(prompts, prompt_of, completions, mask, vocab_size)
         answers, P = len(completions), prompts.shape[1]
         trees.append({"answers": answers, "answer_positions": answers * (completions.shape[1] - 1),
-                      "tree_answer_positions": int((tree.positions >= P).sum()), "prompt_positions": prompts.numel()})
+                      "tree_answer_positions": int((tree.positions >= P).sum()), "prompt_positions": prompts.numel(),
+                      "tree_filler_positions": int((tree.positions[:, P:] == 0).sum())})
         return tree
     tree_module.prefix_tree = counted
     try:
@@ -62,7 +63,8 @@ def main():
     print(f"decoding passes, rows (plain sampler: 256 each): {[round(x, 1) for x in summary['decoding_rows_mean']]}")
     print(f"loss pass, answer positions: {summary['tree_answer_positions']:.1f} in the prefix tree against "
           f"{summary['answer_positions']:.1f} in a pass per answer ({summary['answers']:.1f} informative answers; "
-          f"{summary['prompt_positions']:.1f} prompt positions either way)")
+          f"{summary['prompt_positions']:.1f} prompt positions either way); the trees laid out one per row add "
+          f"{summary['tree_filler_positions']:.1f} filler positions (each row as long as the largest tree)")
     print(json.dumps(summary))
 
 

@@ -67,17 +67,21 @@ def test_the_prefix_tree_gives_every_answer_its_log_probs_and_gradient(warm, see
     completions, mask = rollout.completions[rows], rollout.mask[rows]
     tree = prefix_tree(prompts, prompt_of, completions, mask, model.config.vocab_size)
     P, by_hand = rollout.prompt_len, paths_by_hand(prompt_of, completions, mask)
-    answer_nodes = (tree.positions >= P).nonzero()[:, 0]
-    assert len(tree.tokens) == len(prompts) * P + len(answer_nodes)                  # each prompt's tokens once
-    assert len(answer_nodes) == len(by_hand) < 0.6 * len(rows) * (completions.shape[1] - 1)    # shared positions
-    for node in range(len(tree.tokens)):     # each node's visible path: its prompt's tokens, then its answer prefix
-        path = tree.ancestors[node, tree.visible[node]]
-        assert path[-1] == node and torch.equal(tree.positions[path], torch.arange(len(path)))
-        if node in answer_nodes:
-            prompt = int((prompts == tree.tokens[path[:P]]).all(dim=1).nonzero()[0])
-            assert (prompt, tuple(tree.tokens[path[P:]].tolist())) in by_hand
-    reads = tree.node_of[mask > 0]                         # the node predicting each token sits just before it
-    assert torch.equal(tree.positions[reads], (mask.nonzero()[:, 1] + P - 1))
+    N, M = tree.tokens.shape
+    assert torch.equal(tree.tokens[:, :P], prompts) and torch.equal(tree.positions[:, :P], torch.arange(P).expand(N, P))
+    paths = {}                           # each position's visible path: its prompt's tokens, then its answer prefix
+    for row, slot in (tree.positions >= P).nonzero().tolist():
+        path = tree.visible[row, slot].nonzero()[:, 0]
+        assert path[-1] == slot and torch.equal(tree.positions[row, path], torch.arange(len(path)))
+        paths[row * M + slot] = (row, tuple(tree.tokens[row, path[P:]].tolist()))
+    assert set(paths.values()) == by_hand and len(paths) == len(by_hand)                # each prefix once
+    assert len(by_hand) < 0.6 * len(rows) * (completions.shape[1] - 1)                   # shared positions
+    filler = (tree.positions[:, P:] == 0).nonzero()                                      # sees itself only
+    assert all(tree.visible[r, P + s].nonzero()[:, 0].tolist() == [P + s] for r, s in filler.tolist())
+    for (i, t), read in zip(mask.nonzero().tolist(), tree.node_of[mask > 0].tolist()):
+        # the position predicting token t of answer i: its prompt's last, or its prefix y_1 .. y_t
+        expected = prompt_of[i] * M + P - 1 if t == 0 else None
+        assert read == expected if t == 0 else paths[read] == (prompt_of[i], tuple(completions[i, :t].tolist()))
     weights = torch.randn(len(rows), 1, generator=torch.Generator().manual_seed(seed)) * mask
 
     def value_and_gradient(logp):

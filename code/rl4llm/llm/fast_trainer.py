@@ -15,8 +15,9 @@ groups are all right, a step costs about the sampling alone.
 **Identical prefixes are computed once** (``share_prefixes``, on by default). The sampler runs the model once per
 distinct (prompt, tokens so far) and each row draws from its prefix's distribution, with the plain sampler's
 generator and order, so the draws are the same, to float rounding of the logits
-(:mod:`rl4llm.llm.prefix_sharing`); the loss's pass runs once per node of the informative answers' prefix tree
-and indexes the log-probs back to the answers, so autograd adds up the gradient of the answers that share a node
+(:mod:`rl4llm.llm.prefix_sharing`); the loss's pass runs each informative prompt's prefix tree as one sequence,
+the prompt then its answers' distinct prefixes, each position masked to see only its own path, and reads the
+log-probs back for every answer, so autograd adds up the gradient of the answers that share a position
 (:mod:`rl4llm.llm.prefix_tree`). Most answers of a group share their first digits: at the benchmark's speed
 recipe, from the warm start (60 steps), the three decoding passes run 65, 143 and 96 rows on average instead of
 256 each, and the loss's pass 160 answer positions instead of 413 (138 informative answers, three positions each),

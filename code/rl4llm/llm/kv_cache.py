@@ -4,7 +4,7 @@ without recomputing their keys and values.
 Both caches hold one layer's keys and values, shaped (B, n_head, T_past, head_dim), and have the same
 members, so attention never asks which one it has: ``extend(k, v)`` appends the new tokens' keys
 and values, ``keys`` / ``values`` are everything cached so far, and ``visible`` is None: a new token sees
-every key (a prefix tree's cache, :class:`rl4llm.llm.prefix_tree.TreeCache`, hides other branches' keys).
+every key (a prefix tree's cache, :class:`rl4llm.llm.prefix_tree.TreeCache`, shows each position its own path).
 
 - :class:`ConcatCache` extends by concatenation: differentiable, so :func:`rl4llm.llm.model.completion_logprobs`
   can run each prompt once and copy its cache to the G rows of its group, gradients flowing through the copy.

@@ -74,7 +74,7 @@ class CausalSelfAttention(nn.Module):
         # softmax(q k^T / sqrt(hs)) v, in torch's fused kernel: query i (absolute position t_past + i)
         # may see keys 0 .. t_past + i; one new token sees every key, and without a past that is the
         # causal mask itself
-        if T == 1:                                # (a prefix tree's cache hides other branches' keys)
+        if T == 1 or cache.visible is not None:   # (a prefix tree's mask shows each position its own path)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=cache.visible)   # (B, nh, T, hs)
         elif t_past == 0:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -140,8 +140,8 @@ class GPT(nn.Module):
 
         ``past`` holds one cache per layer (:mod:`rl4llm.llm.kv_cache`), extended in place by these tokens;
         without it the returned caches hold these tokens' keys and values (a :class:`ConcatCache` each).
-        ``positions`` (B, T) gives each token's absolute position where rows differ (a prefix tree's nodes,
-        :mod:`rl4llm.llm.prefix_tree`); by default they follow the cache, t_past .. t_past + T - 1.
+        ``positions`` (B, T) gives each token's absolute position where they do not follow one another (a prefix
+        tree's, :mod:`rl4llm.llm.prefix_tree`); by default they follow the cache, t_past .. t_past + T - 1.
         """
         if positions is None:
             t_past, T = (0 if past is None else past[0].length), idx.shape[1]
@@ -209,7 +209,8 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     for every unfinished row; a row finishes at its first EOS and is padded with ``pad_id`` after it.
     Sampling stops when every row has finished or after ``max_new_tokens`` tokens.
 
-    Without gradients by default. ``keep_graph=True`` records the autograd graph of the whole pass
+    Without gradients by default (in torch's inference mode, which also skips autograd's bookkeeping of
+    views and versions). ``keep_graph=True`` records the autograd graph of the whole pass
     (the caches then grow by concatenation, which autograd can follow) and returns it in
     ``Rollout.loss_logp``: the log-probs :func:`completion_logprobs` would recompute from the same
     weights, as the very numbers the sampler drew with, so that a loss on the policy that sampled
@@ -217,7 +218,7 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     the model once per distinct (prompt, tokens so far) instead of once per row
     (:func:`rl4llm.llm.prefix_sharing.next_shared_logits`): the same draws, to float rounding, for less compute.
     """
-    with torch.set_grad_enabled(keep_graph):
+    with torch.enable_grad() if keep_graph else torch.inference_mode():
         logits, past = model(prompts)            # one prefill per prompt, then copy its cache G times
         capacity = prompts.shape[1] + max_new_tokens - 1     # the last token drawn never goes through the model
         if share_prefixes:                       # row i reads the logits of its prefix, prefix[i]
@@ -258,7 +259,8 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
     tokens = torch.cat([idx, tokens], dim=1)
     if keep_graph:
         return Rollout(tokens, logp.detach(), mask, P, loss_logp=logp, entropy=entropy)
-    return Rollout(tokens, logp, mask, P, entropy=entropy)
+    # tensors made in inference mode cannot enter a graph: the rollout holds ordinary copies
+    return Rollout(tokens, logp.clone(), mask.clone(), P, entropy=entropy.clone())
 
 
 def _groups_share_prompts(args):
