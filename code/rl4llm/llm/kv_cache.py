@@ -1,8 +1,8 @@
 """The key/value caches of the tiny GPT (chapter 15): what lets a new token attend to every earlier one
 without recomputing their keys and values.
 
-Both caches hold one layer's keys and values, shaped (B, n_head, T_past, head_dim), and have the same
-members, so attention never asks which one it has: ``extend(k, v)`` appends the new tokens' keys
+Both caches hold one layer's keys and values, shaped (B, n_head, T_past, head_dim), and share the
+members attention uses, so it never asks which one it has: ``extend(k, v)`` appends the new tokens' keys
 and values, ``keys`` / ``values`` are everything cached so far, and ``visible`` is None: a new token sees
 every key (a prefix tree's cache, :class:`rl4llm.llm.prefix_tree.TreeCache`, shows each position its own path).
 

@@ -205,9 +205,10 @@ def sample(model: GPT, prompts: torch.Tensor, *, max_new_tokens: int, eos_id: in
 
     ``prompts`` (N, P) are fixed-width token ids; rows are repeated G times (row i*G + j is sample j
     of prompt i). The prompt is run through the model once and its key/value cache copied to the
-    G rows of its group. Each step draws y_t ~ softmax(z_t / T) (``temperature=0`` takes the argmax, greedy)
-    for every unfinished row; a row finishes at its first EOS and is padded with ``pad_id`` after it.
-    Sampling stops when every row has finished or after ``max_new_tokens`` tokens.
+    G rows of its group (sharing prefixes, each row reads its prefix's cache instead). Each step draws
+    y_t ~ softmax(z_t / T) (``temperature=0`` takes the argmax, greedy) for every unfinished row; a row
+    finishes at its first EOS and is padded with ``pad_id`` after it. Sampling stops when every row has
+    finished or after ``max_new_tokens`` tokens.
 
     Without gradients by default (in torch's inference mode, which also skips autograd's bookkeeping of
     views and versions). ``keep_graph=True`` records the autograd graph of the whole pass

@@ -54,9 +54,9 @@ def prefix_tree(prompts: torch.Tensor, prompt_of: torch.Tensor, completions: tor
                 vocab_size: int) -> PrefixTree:
     """The prefix trees of prompts ``prompts`` (N, P) and answers ``completions`` (D, T) with ``mask``, answer i
     following prompt ``prompt_of[i]``. Each prefix (prompt, y_1 .. y_d) of an answer that goes on after token d
-    (d = 1 .. T - 1) is one integer: the prompt, then y_1 + 1 .. y_d + 1, then zeros, as T digits in base
-    ``vocab_size`` + 1, so that sorted, the distinct prefixes come prompt by prompt, each parent before its
-    children."""
+    (d = 1 .. T - 1) is one integer: prompt (V + 1)^(T - 1) plus the T - 1 digits y_1 + 1 .. y_d + 1, then zeros,
+    in base V + 1 (V = ``vocab_size``), so that sorted, the distinct prefixes come prompt by prompt, each parent
+    before its children."""
     (N, P), (D, T), device = prompts.shape, completions.shape, prompts.device
     base = vocab_size + 1
     codes, code = torch.empty(D, T - 1, dtype=torch.long, device=device), prompt_of * base ** (T - 1)
