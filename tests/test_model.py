@@ -117,6 +117,18 @@ def test_training_logprobs_equal_sampling_logprobs(temperature):
     assert torch.all(entropy >= 0) and torch.all(entropy <= torch.log(torch.tensor(float(V))) + 1e-5)
 
 
+@pytest.mark.parametrize("share_prefixes", [False, True])
+def test_a_graph_free_rollout_can_enter_a_graph(share_prefixes):
+    """The sampler runs in inference mode; what it returns is ordinary tensors, which a loss can use."""
+    model = small_model()
+    r = sample(model, prompts(4), group_size=4, max_new_tokens=4, eos_id=EOS, pad_id=PAD,
+               generator=torch.Generator().manual_seed(2), share_prefixes=share_prefixes)
+    assert not any(t.is_inference() for t in (r.tokens, r.logp, r.mask, r.entropy))
+    logp, _ = completion_logprobs(model, r.tokens, r.prompt_len)
+    (torch.exp(logp - r.logp) * r.mask * r.entropy).sum().backward()     # saves the rollout's tensors for backward
+    assert all(p.grad is not None for p in model.parameters())
+
+
 def test_shared_prompt_forward_gives_the_same_logprobs_and_gradients():
     model = small_model()
     r = sample(model, prompts(4), group_size=5, max_new_tokens=6, eos_id=EOS, pad_id=PAD,
